@@ -1,0 +1,1 @@
+"""First-stage retrieval pipelines (installed as ``superb.pipelines``)."""

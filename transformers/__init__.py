@@ -1,0 +1,1 @@
+"""LLM rerankers and controls as PyTerrier transformers (installed as ``superb.transformers``)."""
