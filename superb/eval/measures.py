@@ -1,0 +1,74 @@
+"""Measure names from specs -> ir_measures measure objects, with the dataset's binary relevance threshold applied.
+
+Measures are values (``P@5``, ``nDCG@10``, ``P(rel=2)@5``) as in ir_measures; ``repr(m)`` round-trips through
+``ir_measures.parse_measure``, so the names written into result files can be read back.
+
+The binary threshold: measures that count a document as relevant or not (P, R, AP, RR, Success, ...: those with a
+``rel`` parameter) get ``rel=<threshold>`` unless the name already sets it. Graded measures (nDCG) keep the labels as
+gains: SUPERB's nDCG uses the 0-3 labels, its P@k counts labels >= 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from superb.errors import SpecError
+
+DEFAULT_MEASURES: tuple[str, ...] = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
+"""The six measures of SUPERB's Table 4."""
+
+JUDGED_AT_10 = "Judged@10"
+"""Share of the top 10 that carry any label (judged); reported beside the table, not tested for significance."""
+
+_EXAMPLES = "P@5, P(rel=2)@10, nDCG@10, R@100, AP, RR, Judged@10"
+
+
+def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.measures"):
+    """Parse one measure name; apply the binary threshold ``rel`` to measures that have a ``rel`` parameter."""
+    import ir_measures
+
+    if not isinstance(name, str) or not name.strip():
+        raise SpecError(path, f"a measure must be a non-empty string such as 'nDCG@10', found {name!r}. "
+                              f"Examples: {_EXAMPLES}")
+    try:
+        measure = ir_measures.parse_measure(name.strip())
+    except (NameError, ValueError, SyntaxError, TypeError) as exc:
+        raise SpecError(path, f"cannot parse measure {name!r} ({exc}). Write measures the ir_measures way, "
+                              f"e.g. {_EXAMPLES}") from exc
+    if rel is not None and "rel" in measure.SUPPORTED_PARAMS and "rel" not in measure.params:
+        measure = measure(rel=rel)
+    return measure
+
+
+def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "evaluation.measures") -> list:
+    """Measure objects for the spec's ``evaluation.measures`` (default: SUPERB's six), in order, without duplicates.
+
+    ``rel`` is the smallest label counted as relevant by binary measures (``None`` keeps ir_measures' default, 1).
+    A name that does not parse raises SpecError naming ``path[i]`` and listing examples.
+    """
+    if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int) or rel < 1):
+        raise SpecError(path.rsplit(".", 1)[0] + ".rel" if "." in path else "rel",
+                        f"the binary relevance threshold must be an integer >= 1, found {rel!r}")
+    if names is None:
+        names = DEFAULT_MEASURES
+    if isinstance(names, str):
+        raise SpecError(path, f"expected a list of measure names, found the string {names!r}; "
+                              f"write e.g. [\"{names}\"]")
+    names = list(names)
+    if not names:
+        raise SpecError(path, f"the list of measures is empty; give at least one, e.g. {list(DEFAULT_MEASURES)}")
+    measures, seen = [], set()
+    for i, name in enumerate(names):
+        measure = parse_measure(name, rel, f"{path}[{i}]")
+        if measure in seen:
+            raise SpecError(f"{path}[{i}]", f"measure {name!r} is listed twice (as {measure!r}); remove one")
+        seen.add(measure)
+        measures.append(measure)
+    return measures
+
+
+def measure_name(measure) -> str:
+    """The canonical name of a measure object or name (``repr`` of the parsed measure)."""
+    if isinstance(measure, str):
+        return repr(parse_measure(measure))
+    return repr(measure)
