@@ -1,0 +1,106 @@
+"""The `superb` command: run experiments, show and compare results, serve or check the LLM, judge."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from superb.errors import SuperbError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(message)s")
+    if not hasattr(args, "func"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except SuperbError as exc:
+        print(f"superb: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("superb: interrupted; completed LLM calls are cached, run the same command again to resume",
+              file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="superb", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress of each stage")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run an experiment spec and write results/NAME/")
+    run.add_argument("spec", type=Path, help="a TOML spec, e.g. experiments/chorus_first_stage.toml")
+    run.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME from the spec)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="count the LLM calls and prompt tokens the spec would need, without calling any model")
+    run.set_defaults(func=_cmd_run)
+
+    show = sub.add_parser("show", help="print the table of a results folder")
+    show.add_argument("result", type=Path)
+    show.set_defaults(func=_cmd_show)
+
+    compare = sub.add_parser("compare", help="set two results folders side by side")
+    compare.add_argument("a", type=Path)
+    compare.add_argument("b", type=Path)
+    compare.add_argument("--measure", action="append", help="measures to show (default: all in both)")
+    compare.set_defaults(func=_cmd_compare)
+
+    _register_optional(sub, "superb.llm.cli")
+    _register_optional(sub, "superb.judges.cli")
+    return parser
+
+
+def _register_optional(sub, module: str) -> None:
+    """Subcommands that live with their layer (llm, judge) register themselves."""
+    import importlib
+
+    importlib.import_module(module).register(sub)
+
+
+def _cmd_run(args) -> int:
+    from superb.experiment import run_experiment
+    from superb.results import write_results
+    from superb.spec import load_spec
+
+    spec = load_spec(args.spec)
+    out = args.out or Path(spec.output or Path("results") / spec.name)
+    result = run_experiment(spec, dry_run=args.dry_run)
+    if args.dry_run:
+        from superb.results import usage_frame
+
+        print(usage_frame(result)[["system", "calls", "prompt_tokens"]].to_string(index=False))
+        return 0
+    write_results(result, out)
+    print((out / "table.md").read_text(encoding="utf-8"))
+    print(f"results written to {out}/ in {result.timings['total_s']:.1f} s")
+    return 0
+
+
+def _cmd_show(args) -> int:
+    path = args.result / "table.md"
+    if not path.is_file():
+        raise SuperbError(f"{path} does not exist: give a folder written by `superb run` (e.g. results/NAME)")
+    print(path.read_text(encoding="utf-8"))
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from superb.eval.report import side_by_side
+    from superb.results import read_table
+
+    try:
+        a, b = read_table(args.a), read_table(args.b)
+    except FileNotFoundError as exc:
+        raise SuperbError(str(exc)) from exc
+    print(side_by_side(a, b, names=(args.a.name, args.b.name), measures=args.measure))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

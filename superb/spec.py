@@ -1,0 +1,248 @@
+"""Experiment specs: a TOML file read into plain, checked values.
+
+Only the shape common to every experiment is checked here (top-level keys, queries, evaluation, pipelines and their
+baselines). The tables handed to other layers -- ``[dataset]`` to :func:`superb.data.load_dataset`, ``[llm]`` to
+``LLMConfig.from_spec``, ``first_stage`` to :func:`superb.pipelines.from_spec`, each ``rerank`` entry to
+:func:`superb.transformers.build_reranker` -- are checked by those layers, with the same key-path error messages.
+Unknown keys are always rejected, never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from superb.errors import SpecError
+
+DEFAULT_MEASURES = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
+TESTS = ("t", "wilcoxon", "randomization")
+CORRECTIONS = ("holm", "bonferroni", "none")
+SPLITS = ("all", "dev", "test")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.+>@()=,-]*$")
+
+
+@dataclass(frozen=True)
+class QueriesSpec:
+    split: str = "all"
+    sample: int | None = None
+    seed: int = 0
+    subset: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class EvaluationSpec:
+    measures: tuple[str, ...] = DEFAULT_MEASURES
+    rel: int | None = None  # None: the data set's own threshold
+    test: str = "t"
+    correction: str = "holm"
+    alpha: float = 0.05
+    condensed: bool = False
+    n_resamples: int = 10000
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    path: str  # key path for messages, e.g. "pipelines[2]"
+    first_stage: dict[str, Any] | None = None
+    input: str | None = None
+    rerank: tuple[dict[str, Any], ...] = ()
+    baseline: str | None = None
+
+    @property
+    def uses_llm(self) -> bool:
+        return any(r.get("type") not in _NON_LLM_TYPES for r in self.rerank)
+
+
+_NON_LLM_TYPES = {"shuffle", "random", "biencoder"}
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    source: Path | None
+    raw: dict[str, Any]
+    dataset: dict[str, Any]
+    queries: QueriesSpec
+    evaluation: EvaluationSpec
+    llm: dict[str, Any] | None
+    pipelines: tuple[PipelineSpec, ...]
+    description: str = ""
+    output: str | None = None
+    seed: int = 0
+    baselines: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def uses_llm(self) -> bool:
+        return any(p.uses_llm for p in self.pipelines)
+
+    def pipeline(self, name: str) -> PipelineSpec:
+        return next(p for p in self.pipelines if p.name == name)
+
+
+def load_spec(path: str | Path) -> Spec:
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError("", f"spec file {path} does not exist (experiments/*.toml are examples)")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError("", f"{path} is not valid TOML: {exc}") from exc
+    return parse_spec(raw, source=path)
+
+
+def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
+    _check_keys(raw, "", required={"name", "dataset", "pipelines"},
+                optional={"description", "queries", "evaluation", "llm", "output", "seed"})
+    name = _typed(raw, "name", str, "")
+    if not _NAME_RE.match(name) or "/" in name:
+        raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -), it names results/NAME")
+    dataset = _typed(raw, "dataset", dict, "")
+    queries = _parse_queries(raw.get("queries", {}))
+    evaluation = _parse_evaluation(raw.get("evaluation", {}))
+    llm = _typed(raw, "llm", dict, "") if "llm" in raw else None
+    pipelines = _parse_pipelines(raw["pipelines"])
+    return Spec(
+        name=name, source=source, raw=raw, dataset=dataset, queries=queries, evaluation=evaluation, llm=llm,
+        pipelines=pipelines, description=_typed(raw, "description", str, "", default=""),
+        output=_typed(raw, "output", str, "", default=None), seed=_typed(raw, "seed", int, "", default=0),
+        baselines={p.name: p.baseline for p in pipelines},
+    )
+
+
+def _parse_queries(table: Any) -> QueriesSpec:
+    path = "queries"
+    if not isinstance(table, dict):
+        raise SpecError(path, f"must be a table, got {type(table).__name__}")
+    _check_keys(table, path, optional={"split", "sample", "seed", "subset"})
+    split = _typed(table, "split", str, path, default="all")
+    if split not in SPLITS:
+        raise SpecError(f"{path}.split", f"{split!r} is not one of {', '.join(SPLITS)}")
+    sample = _typed(table, "sample", int, path, default=None)
+    if sample is not None and sample < 1:
+        raise SpecError(f"{path}.sample", f"must be a positive number of queries, got {sample}")
+    subset = _typed(table, "subset", list, path, default=None)
+    if subset is not None:
+        if not subset or not all(isinstance(s, str) and s for s in subset):
+            raise SpecError(f"{path}.subset", "must be a non-empty list of qids or query texts (strings)")
+        subset = tuple(subset)
+    return QueriesSpec(split=split, sample=sample, seed=_typed(table, "seed", int, path, default=0), subset=subset)
+
+
+def _parse_evaluation(table: Any) -> EvaluationSpec:
+    path = "evaluation"
+    if not isinstance(table, dict):
+        raise SpecError(path, f"must be a table, got {type(table).__name__}")
+    _check_keys(table, path, optional={"measures", "rel", "test", "correction", "alpha", "condensed", "n_resamples"})
+    measures = _typed(table, "measures", list, path, default=list(DEFAULT_MEASURES))
+    if not measures or not all(isinstance(m, str) for m in measures):
+        raise SpecError(f"{path}.measures", "must be a non-empty list of ir_measures names, e.g. [\"nDCG@10\", \"P@5\"]")
+    test = _typed(table, "test", str, path, default="t")
+    if test not in TESTS:
+        raise SpecError(f"{path}.test", f"{test!r} is not one of {', '.join(TESTS)}")
+    correction = _typed(table, "correction", str, path, default="holm")
+    if correction not in CORRECTIONS:
+        raise SpecError(f"{path}.correction", f"{correction!r} is not one of {', '.join(CORRECTIONS)}")
+    alpha = _typed(table, "alpha", (float, int), path, default=0.05)
+    if not 0 < alpha < 1:
+        raise SpecError(f"{path}.alpha", f"must be between 0 and 1, got {alpha}")
+    n_resamples = _typed(table, "n_resamples", int, path, default=10000)
+    if n_resamples < 100:
+        raise SpecError(f"{path}.n_resamples", f"must be at least 100, got {n_resamples}")
+    return EvaluationSpec(
+        measures=tuple(measures), rel=_typed(table, "rel", int, path, default=None), test=test, correction=correction,
+        alpha=float(alpha), condensed=_typed(table, "condensed", bool, path, default=False), n_resamples=n_resamples,
+    )
+
+
+def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
+    if not isinstance(items, list) or not items:
+        raise SpecError("pipelines", "must be a non-empty array of tables ([[pipelines]] entries)")
+    seen: dict[str, PipelineSpec] = {}
+    for i, table in enumerate(items):
+        path = f"pipelines[{i}]"
+        if not isinstance(table, dict):
+            raise SpecError(path, f"must be a table, got {type(table).__name__}")
+        _check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline"})
+        name = _typed(table, "name", str, path)
+        if not _NAME_RE.match(name):
+            raise SpecError(f"{path}.name", f"{name!r}: use letters, digits, spaces and _ . + > @ ( ) = , - only")
+        if name in seen:
+            raise SpecError(f"{path}.name", f"{name!r} is used by an earlier pipeline; names must be unique")
+        has_fs, has_input = "first_stage" in table, "input" in table
+        if has_fs == has_input:
+            raise SpecError(path, "give exactly one of 'first_stage' (a retrieval table) or 'input' (an earlier "
+                                  "pipeline's name whose run this one reranks)")
+        first_stage = _typed(table, "first_stage", dict, path, default=None)
+        source = _typed(table, "input", str, path, default=None)
+        if source is not None and source not in seen:
+            raise SpecError(f"{path}.input", f"{source!r} names no earlier pipeline; known: {sorted(seen) or 'none'}")
+        rerank = table.get("rerank", [])
+        if isinstance(rerank, dict):
+            rerank = [rerank]
+        if not isinstance(rerank, list) or not all(isinstance(r, dict) for r in rerank):
+            raise SpecError(f"{path}.rerank", "must be a table or an array of tables, each with a 'type'")
+        for j, r in enumerate(rerank):
+            if not isinstance(r.get("type"), str):
+                raise SpecError(f"{path}.rerank[{j}].type", "missing: each reranker needs a type, e.g. \"pointwise\"")
+        if source is not None and not rerank:
+            raise SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks nothing")
+        baseline = _parse_baseline(table, path, source)
+        seen[name] = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
+                                  baseline=baseline)
+    for p in seen.values():
+        if p.baseline is not None and p.baseline not in seen:
+            raise SpecError(f"{p.path}.baseline", f"{p.baseline!r} names no pipeline; known: {sorted(seen)}")
+        if p.baseline == p.name:
+            raise SpecError(f"{p.path}.baseline", "a pipeline cannot be its own baseline")
+    return tuple(seen.values())
+
+
+def _parse_baseline(table: dict, path: str, source: str | None) -> str | None:
+    """A reranked pipeline is compared with its own input unless told otherwise; `baseline = false` disables it."""
+    if "baseline" not in table:
+        return source
+    value = table["baseline"]
+    if value is False:
+        return None
+    if not isinstance(value, str):
+        raise SpecError(f"{path}.baseline", f"must be a pipeline name or false, got {value!r}")
+    return value
+
+
+def _check_keys(table: dict, path: str, *, required: set[str] = frozenset(), optional: set[str] = frozenset()):
+    allowed = set(required) | set(optional)
+    for key in table:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else key
+            raise SpecError(where, f"unknown key; allowed here: {', '.join(sorted(allowed))}")
+    for key in sorted(required):
+        if key not in table:
+            where = f"{path}.{key}" if path else key
+            raise SpecError(where, "missing (required)")
+
+
+_MISSING = object()
+
+
+def _typed(table: dict, key: str, kind: type | tuple[type, ...], path: str, default: Any = _MISSING) -> Any:
+    where = f"{path}.{key}" if path else key
+    if key not in table:
+        if default is _MISSING:
+            raise SpecError(where, "missing (required)")
+        return default
+    value = table[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:  # TOML true/false are not numbers
+        raise SpecError(where, f"expected {_kind_name(kinds)}, got a boolean")
+    if not isinstance(value, kinds):
+        raise SpecError(where, f"expected {_kind_name(kinds)}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _kind_name(kinds: tuple[type, ...]) -> str:
+    names = {dict: "a table", list: "an array", str: "a string", int: "an integer", float: "a number", bool: "true/false"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
