@@ -1,1 +1,42 @@
-"""LLM rerankers and controls as PyTerrier transformers (installed as ``superb.transformers``)."""
+"""LLM rerankers and controls as PyTerrier transformers (installed as ``superb.transformers``).
+
+Everything is imported lazily: ``import superb.transformers`` loads no model client and no PyTerrier.
+
+- ``build_reranker(options, *, context, path)`` and ``BuildContext(dataset, llm, seed)``: from a spec table.
+- ``LLMReranker``, ``Candidates``: the base class to subclass (see ``superb.transformers.base``).
+- ``ProductText``: product fields rendered for prompts within a token budget.
+- ``PointwiseReranker``, ``DeliberatedReranker``, ``ListwiseReranker``, ``SlidingWindowReranker``, ``Shuffle``,
+  ``RandomReranker``; ``parse_permutation`` (listwise output parsing, pure).
+"""
+
+from importlib import import_module
+
+_EXPORTS = {
+    "build_reranker": "registry",
+    "BuildContext": "registry",
+    "RERANKERS": "registry",
+    "LLMReranker": "base",
+    "Candidates": "base",
+    "ProductText": "text",
+    "PointwiseReranker": "pointwise",
+    "DeliberatedReranker": "deliberated",
+    "ListwiseReranker": "listwise",
+    "SlidingWindowReranker": "sliding",
+    "Shuffle": "controls",
+    "RandomReranker": "controls",
+    "parse_permutation": "parsing",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(import_module(f"superb.transformers.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'superb.transformers' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,148 @@
+"""LLMReranker base behaviour: empty frame, columns, top_k split, docnos preserved, strict spec options."""
+
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from superb.errors import SpecError
+from superb.transformers.base import COMMON_OPTIONS, Candidates, LLMReranker, read_options, scores_from_order
+from superb.transformers.registry import BuildContext, build_reranker, reranker_class
+from superb.transformers.text import ProductText, truncate
+
+
+class ReverseByLength(LLMReranker):
+    """Scores = text length: a deterministic stand-in that needs no LLM."""
+
+    type_name = "reverse"
+
+    def __init__(self, **kw):
+        super().__init__(None, **kw)
+        self.seen: list[Candidates] = []
+
+    async def score(self, cands):
+        self.seen.append(cands)
+        return [float(len(t)) for t in cands.texts]
+
+
+def frame(rows):
+    return pd.DataFrame(rows, columns=["qid", "query", "docno", "score", "rank", "text"])
+
+
+@pytest.fixture
+def two_queries():
+    return frame([
+        ("q1", "phone", "a", 9.0, 0, "x"),
+        ("q1", "phone", "b", 8.0, 1, "xxx"),
+        ("q1", "phone", "c", 7.0, 2, "xx"),
+        ("q1", "phone", "d", 6.0, 3, "xxxxxxx"),
+        ("q2", "case", "e", 5.0, 0, "yy"),
+        ("q2", "case", "f", 4.0, 1, "yyyy"),
+    ])
+
+
+def test_empty_frame_makes_no_call_and_has_columns():
+    r = ReverseByLength(top_k=2)
+    out = r(frame([]))
+    assert len(out) == 0
+    assert {"qid", "docno", "score", "rank", "llm_score"} <= set(out.columns)
+    assert r.seen == [] and r.stats["queries"] == 0
+
+
+def test_missing_column_is_named():
+    r = ReverseByLength()
+    with pytest.raises(Exception, match="query"):
+        r(pd.DataFrame({"qid": ["q"], "docno": ["d"], "score": [1.0]}))
+
+
+def test_top_k_split_keeps_tail_in_prior_order(two_queries):
+    r = ReverseByLength(top_k=3)
+    out = r(two_queries)
+    q1 = out[out.qid == "q1"].sort_values("rank")
+    # head a(1) b(3) c(2) reranked by length -> b, c, a; d stays below although it is the longest
+    assert list(q1.docno) == ["b", "c", "a", "d"]
+    assert list(q1["rank"]) == [0, 1, 2, 3]
+    assert q1["score"].is_monotonic_decreasing
+    assert pd.isna(q1[q1.docno == "d"]["llm_score"]).all()
+    q2 = out[out.qid == "q2"].sort_values("rank")
+    assert list(q2.docno) == ["f", "e"]
+    assert [len(c) for c in r.seen] == [3, 2]
+    assert r.stats["queries"] == 2 and r.stats["reranked"] == 5
+
+
+def test_docnos_preserved_and_prior_order_from_rank(two_queries):
+    shuffled = two_queries.sample(frac=1.0, random_state=3)
+    r = ReverseByLength(top_k=None)
+    out = r(shuffled)
+    for qid, g in two_queries.groupby("qid"):
+        assert sorted(out[out.qid == qid].docno) == sorted(g.docno)
+    # the candidates are handed over in first-stage order whatever the row order of the input
+    assert [c.docnos for c in r.seen] == [("a", "b", "c", "d"), ("e", "f")] or \
+           [c.docnos for c in r.seen] == [("e", "f"), ("a", "b", "c", "d")]
+
+
+def test_ties_keep_first_stage_order():
+    class Flat(ReverseByLength):
+        async def score(self, cands):
+            return [1.0] * len(cands)
+
+    inp = frame([("q", "x", d, 10.0 - i, i, "t") for i, d in enumerate("pqrs")])
+    out = Flat(top_k=4)(inp).sort_values("rank")
+    assert list(out.docno) == list("pqrs")
+
+
+def test_scores_from_order():
+    # order [2, 0, 1]: candidate 2 first -> highest score
+    assert scores_from_order([2, 0, 1]) == [2.0, 1.0, 3.0]
+
+
+def test_read_options_rejects_unknown_key_with_path_and_allowed():
+    with pytest.raises(SpecError) as e:
+        read_options({"type": "x", "topk": 3}, "pipelines[1].rerank[0]", COMMON_OPTIONS)
+    msg = str(e.value)
+    assert "pipelines[1].rerank[0].topk" in msg and "top_k" in msg and "fields" in msg
+
+
+def test_read_options_checks_values():
+    with pytest.raises(SpecError, match=r"rerank\[0\].top_k"):
+        read_options({"top_k": 0}, "rerank[0]", COMMON_OPTIONS)
+    opts = read_options({"fields": "title", "top_k": 5}, "r", COMMON_OPTIONS)
+    assert opts == {"top_k": 5, "fields": ("title",), "max_tokens": 64}
+
+
+def test_registry_unknown_type_lists_known():
+    with pytest.raises(SpecError, match="pointwise"):
+        build_reranker({"type": "nope"}, context=BuildContext(), path="p.rerank[0]")
+    with pytest.raises(SpecError, match="missing"):
+        build_reranker({}, context=BuildContext(), path="p")
+
+
+class FakeDataset:
+    fields = ("title", "description")
+
+    def __init__(self, docs):
+        self.docs = docs
+
+    def doc(self, docno):
+        return self.docs.get(docno)
+
+
+def test_product_text_fields_budget_and_counts():
+    ds = FakeDataset({"a": {"title": "Red\n\nphone   case", "description": "word " * 100}, "b": {"title": None}})
+    stats = Counter()
+    one = ProductText(ds, fields=("title",), max_tokens=50)
+    assert one.get("a", stats) == "Red phone case"
+    assert one.get("b", stats) == "(no text)"
+    assert stats["text_missing_field"] == 1 and stats["text_empty"] == 1
+    both = ProductText(ds, fields=("title", "description"), max_tokens=12)
+    text = both.get("a", stats)
+    assert text.startswith("title: Red phone case | description: word")
+    assert text.endswith(" ...") and len(text) <= 12 * 4 + 4
+    assert stats["text_truncated"] == 1
+    with pytest.raises(SpecError, match="price"):
+        ProductText(ds, fields=("price",))
+
+
+def test_truncate_at_word_boundary():
+    assert truncate("aaaa bbbb cccc", 3) == ("aaaa bbbb ...", True)  # 12 chars, cut back to the last space
+    assert truncate("short", 5) == ("short", False)

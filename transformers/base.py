@@ -1,0 +1,263 @@
+"""The base class of every LLM reranker, and the strict option reading shared by their ``from_spec``.
+
+Subclassing contract (stable; rerankers-2 builds pairwise, rubric and bi-encoder rerankers on it):
+
+- Implement ``async def score(self, cands: Candidates) -> Sequence[float]``: one score per candidate, in the order
+  of ``cands.docnos`` (the first-stage order, best first); higher is better. Ties keep the first-stage order.
+  A listwise method turns its permutation into scores with ``scores_from_order``.
+- Make every LLM call through ``await self.complete(request)``: it counts calls, failures and tokens into ``stats``.
+  When it returns ``Completion(failed=True)`` (failure policy "record"), apply a documented fallback and count it
+  (``self.stats["fallback_<why>"] += 1``). Never raise on bad model output, never drop or add candidates.
+- Build from a spec with ``from_spec(options, context, path)``; read options with ``read_options`` and
+  ``COMMON_OPTIONS`` so that unknown keys are rejected with the allowed keys listed.
+
+The base does the rest: input validation (qid, query, docno, score; rank optional), the empty frame (right columns,
+no calls), reranking only the top ``top_k`` of each query (the rest stays below, in its prior order), output docnos
+== input docnos per query, the rank-derived output ``score`` (n - position, so it agrees with ``rank``), the raw
+reranker score in ``llm_score`` (NaN below top_k), ranks via ``pt.model.add_ranks``, and per-query concurrency
+(one coroutine per query, run together with ``llm.gather_sync``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from superb.errors import SpecError
+from superb.llm.types import ChatRequest, Completion
+from superb.transformers.text import ProductText
+
+try:  # pyterrier is a hard dependency, but keep `import superb.transformers.base` light when it is absent
+    import pyterrier as pt
+
+    _TransformerBase = pt.Transformer
+except ImportError:  # pragma: no cover - python-terrier is in the core dependencies
+    pt = None
+    _TransformerBase = object
+
+REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The top_k of one query, handed to ``LLMReranker.score``: parallel tuples in first-stage order (best first)."""
+
+    qid: str
+    query: str
+    docnos: tuple[str, ...]
+    texts: tuple[str, ...]
+    prior_scores: tuple[float, ...]
+
+    def __len__(self) -> int:
+        return len(self.docnos)
+
+
+def scores_from_order(order: Sequence[int]) -> list[float]:
+    """Scores that sort candidates into ``order`` (a permutation of positions 0..n-1, best first)."""
+    n = len(order)
+    scores = [0.0] * n
+    for place, pos in enumerate(order):
+        scores[pos] = float(n - place)
+    return scores
+
+
+class LLMReranker(_TransformerBase):
+    """Reranks the top ``top_k`` candidates of each query with ``score``; see the module docstring for the contract."""
+
+    type_name = "llm"  # the spec's `type`; subclasses override
+
+    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20, tag: str = ""):
+        if top_k is not None and int(top_k) < 1:
+            raise ValueError(f"{type(self).__name__}: top_k must be >= 1 or None (all), got {top_k!r}")
+        self.llm = llm
+        self.text = text
+        self.top_k = None if top_k is None else int(top_k)
+        self.tag = tag or self.type_name
+        self.stats: Counter = Counter()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(top_k={self.top_k}, text={self.text!r})"
+
+    # ---- the subclass hook -------------------------------------------------------------------------------------
+    async def score(self, cands: Candidates) -> Sequence[float]:
+        raise NotImplementedError(f"{type(self).__name__} must implement `async def score(self, cands)`")
+
+    # ---- LLM access with accounting ----------------------------------------------------------------------------
+    async def complete(self, request: ChatRequest) -> Completion:
+        """One LLM call, counted: calls, failures, prompt/completion/cached tokens, cache hits."""
+        if self.llm is None:
+            raise ValueError(f"{type(self).__name__}: no LLM client was given (pass llm=..., or context.llm in a spec)")
+        comp = await self.llm.acomplete(request)
+        self.stats["calls"] += 1
+        if comp.failed:
+            self.stats["failures"] += 1
+        self.stats["prompt_tokens"] += comp.prompt_tokens
+        self.stats["completion_tokens"] += comp.completion_tokens
+        self.stats["cached_prompt_tokens"] += comp.cached_prompt_tokens
+        if comp.from_cache:
+            self.stats["from_cache"] += 1
+        return comp
+
+    def run_all(self, coros: list) -> list:
+        """Run one coroutine per query concurrently (the client's ``gather_sync``, else a private event loop)."""
+        if self.llm is not None and hasattr(self.llm, "gather_sync"):
+            return self.llm.gather_sync(coros)
+
+        async def _all():
+            return await asyncio.gather(*coros)
+
+        return asyncio.run(_all())
+
+    # ---- the PyTerrier side -------------------------------------------------------------------------------------
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=list(REQUIRED_COLUMNS), context=self)
+        if len(inp) == 0:
+            out = inp.copy()
+            out["llm_score"] = pd.Series(index=out.index, dtype="float64")
+            return pt.model.add_ranks(out)
+        if self.text is None and "text" not in inp.columns:
+            raise ValueError(
+                f"{type(self).__name__}: no product text: pass text=ProductText(dataset, ...) or give the input "
+                f"frame a 'text' column (found columns {list(inp.columns)})"
+            )
+        groups, heads = [], []
+        for qid, group in inp.groupby("qid", sort=False):
+            group = self._prior_order(group)
+            k = len(group) if self.top_k is None else min(self.top_k, len(group))
+            groups.append((group, k))
+            heads.append(self._candidates(group.iloc[:k]))
+        self.stats["queries"] += len(groups)
+        self.stats["reranked"] += sum(len(c) for c in heads)
+        results = self.run_all([self._checked_score(c) for c in heads])
+        return pt.model.add_ranks(pd.concat([self._assemble(g, k, s) for (g, k), s in zip(groups, results)]))
+
+    @staticmethod
+    def _prior_order(group: pd.DataFrame) -> pd.DataFrame:
+        if "rank" in group.columns:
+            return group.sort_values("rank", kind="stable")
+        return group.sort_values("score", ascending=False, kind="stable")
+
+    def _candidates(self, head: pd.DataFrame) -> Candidates:
+        docnos = tuple(str(d) for d in head["docno"])
+        if "text" in head.columns and self.text is None:
+            texts = tuple("" if t is None else str(t) for t in head["text"])
+        else:
+            texts = tuple(self.text.get(d, self.stats) for d in docnos)
+        return Candidates(
+            qid=str(head["qid"].iloc[0]),
+            query=str(head["query"].iloc[0]),
+            docnos=docnos,
+            texts=texts,
+            prior_scores=tuple(float(s) for s in head["score"]),
+        )
+
+    async def _checked_score(self, cands: Candidates) -> list[float]:
+        scores = [float(s) for s in await self.score(cands)]
+        if len(scores) != len(cands):  # a programming error in the subclass, not bad model output
+            raise RuntimeError(f"{type(self).__name__}.score returned {len(scores)} scores for {len(cands)} candidates")
+        bad = [i for i, s in enumerate(scores) if not np.isfinite(s)]
+        for i in bad:
+            scores[i] = -np.inf  # non-finite scores sort last within the head; counted
+        self.stats["nonfinite_scores"] += len(bad)
+        return scores
+
+    @staticmethod
+    def _assemble(group: pd.DataFrame, k: int, scores: list[float]) -> pd.DataFrame:
+        head, tail = group.iloc[:k].copy(), group.iloc[k:].copy()
+        head["llm_score"] = scores
+        # best first; a stable sort keeps the first-stage order among equal scores
+        order = sorted(range(k), key=lambda i: -scores[i])
+        head = head.iloc[order]
+        tail["llm_score"] = np.nan
+        out = pd.concat([head, tail])
+        out["score"] = np.arange(len(out), 0, -1, dtype="float64")
+        return out
+
+
+# ---- strict option reading for from_spec -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Opt:
+    """One allowed spec option: its default and a parser ``(value, key_path) -> value`` raising SpecError."""
+
+    default: Any
+    parse: Callable[[Any, str], Any]
+
+
+def read_options(options: Mapping[str, Any], path: str, schema: Mapping[str, Opt]) -> dict[str, Any]:
+    """Check ``options`` (a reranker's spec table) against ``schema``; unknown keys raise SpecError listing the allowed."""
+    if not isinstance(options, Mapping):
+        raise SpecError(path, f"expected a table of options, got {type(options).__name__}")
+    allowed = sorted(["type", *schema])
+    out = {}
+    for key in options:
+        if key != "type" and key not in schema:
+            raise SpecError(f"{path}.{key}", f"unknown option {key!r} for type {options.get('type')!r}; allowed keys: {allowed}")
+    for key, opt in schema.items():
+        out[key] = opt.parse(options[key], f"{path}.{key}") if key in options else opt.default
+    return out
+
+
+def positive_int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(path, f"expected an integer >= 1, got {value!r}")
+    return value
+
+
+def non_negative_int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(path, f"expected an integer >= 0, got {value!r}")
+    return value
+
+
+def unit_float(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise SpecError(path, f"expected a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def str_list(value: Any, path: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
+        raise SpecError(path, f"expected a non-empty list of field names, e.g. [\"title\"], got {value!r}")
+    return tuple(value)
+
+
+def one_of(*choices: str) -> Callable[[Any, str], str]:
+    def parse(value: Any, path: str) -> str:
+        if value not in choices:
+            raise SpecError(path, f"expected one of {list(choices)}, got {value!r}")
+        return value
+
+    return parse
+
+
+COMMON_OPTIONS: dict[str, Opt] = {
+    "top_k": Opt(20, positive_int),  # rerank the top_k of each query; the rest stays below in its prior order
+    "fields": Opt(("title",), str_list),  # product fields shown to the model
+    "max_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4), NOT generation length
+}
+
+
+def require_llm(context: Any, path: str) -> Any:
+    llm = getattr(context, "llm", None)
+    if llm is None:
+        raise SpecError(path, "this reranker needs an LLM, but the build context has none; add an [llm] table or "
+                              "leave it out to use the embedded local model")
+    return llm
+
+
+def product_text(opts: Mapping[str, Any], context: Any, path: str) -> ProductText:
+    dataset = getattr(context, "dataset", None)
+    if dataset is None:
+        raise SpecError(path, "this reranker needs product text, but the build context has no dataset")
+    try:
+        return ProductText(dataset, fields=opts["fields"], max_tokens=opts["max_tokens"])
+    except SpecError as e:
+        raise SpecError(f"{path}.{e.path}", str(e).split(": ", 1)[-1]) from None
