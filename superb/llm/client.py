@@ -1,0 +1,325 @@
+"""``LLMClient``: the one way superb talks to a model, over any OpenAI-compatible endpoint.
+
+Bounded concurrency (``concurrency`` requests in flight per endpoint), retries with exponential backoff and jitter
+on 429/5xx/connection errors/timeouts (honouring Retry-After; the openai package's own retries are off so ours
+are the only ones and are counted), a persistent response cache, usage accounting per tag, and a failure policy:
+``on_failure="fail"`` raises LLMError, ``"record"`` returns ``Completion.failure(...)`` and counts it.
+
+Async and sync callers both work: ``await client.acomplete(req)`` from any loop, ``client.complete_many(reqs)``
+and ``client.gather_sync(coros)`` from synchronous code (a pt.Transformer), also inside Jupyter. All network work
+runs on one private loop (see runner.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Awaitable, Coroutine, Iterable, Sequence, TypeVar
+
+from superb.errors import LLMError
+from superb.llm.cache import ResponseCache
+from superb.llm.config import LLMConfig
+from superb.llm.runner import LoopThread, gather_cancelling
+from superb.llm.types import ChatRequest, Completion, TokenLogprob
+from superb.llm.usage import Usage
+
+T = TypeVar("T")
+MAX_BACKOFF_S = 60.0
+MAX_RETRY_AFTER_S = 300.0
+PROGRESS_MIN = 20  # complete_many shows a progress bar from this many requests
+
+
+class _ClientBase:
+    """What LLMClient and DryRunClient share: the private loop and the sync helpers."""
+
+    config: LLMConfig
+    model: str
+    usage: Usage
+    cache: ResponseCache | None
+
+    def __init__(self) -> None:
+        self._runner = LoopThread()
+
+    async def acomplete(self, request: ChatRequest) -> Completion:
+        """One completion (or a counted failure under on_failure="record"). Awaitable from any event loop."""
+        return await self._runner.delegate(self._complete(self._effective(request)))
+
+    def complete(self, request: ChatRequest) -> Completion:
+        return self._runner.run(self._complete(self._effective(request)))
+
+    def complete_many(self, requests: Iterable[ChatRequest], *, desc: str | None = None) -> list[Completion]:
+        """All requests, concurrently (bounded per endpoint), results in input order; a tqdm bar with ETA when many."""
+        reqs = [self._effective(r) for r in requests]
+        return self._runner.run(self._many(reqs, desc))
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine (which may await acomplete) on the client's loop from synchronous code."""
+        return self._runner.run(coro)
+
+    def gather_sync(self, coros: Iterable[Awaitable[T]]) -> list[T]:
+        """Run coroutines concurrently on the client's loop; results in order. The first exception cancels the rest."""
+        return self._runner.gather(coros)
+
+    async def _many(self, requests: Sequence[ChatRequest], desc: str | None) -> list[Completion]:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(requests), desc=desc or f"LLM {self.model}", unit="call",
+                   disable=len(requests) < PROGRESS_MIN, leave=False)
+
+        async def one(request: ChatRequest) -> Completion:
+            completion = await self._complete(request)
+            bar.update(1)
+            return completion
+
+        try:
+            return await gather_cancelling(one(r) for r in requests)
+        finally:
+            bar.close()
+
+    def _effective(self, request: ChatRequest) -> ChatRequest:
+        """Apply the config's temperature/seed overrides (before the request is keyed or sent)."""
+        changes: dict[str, Any] = {}
+        if self.config.temperature is not None and request.temperature != self.config.temperature:
+            changes["temperature"] = self.config.temperature
+        if self.config.seed is not None and request.seed != self.config.seed:
+            changes["seed"] = self.config.seed
+        return replace(request, **changes) if changes else request
+
+    def _cached(self, request: ChatRequest) -> Completion | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(self.model, request)
+        if hit is not None:
+            self.usage.record(request.tag, self.model, cache_hits=1, saved_prompt_tokens=hit.prompt_tokens,
+                              saved_completion_tokens=hit.completion_tokens)
+        return hit
+
+    async def _complete(self, request: ChatRequest) -> Completion:
+        raise NotImplementedError
+
+    async def _aclose(self) -> None:
+        return None
+
+    def close(self) -> None:
+        """Close connections and stop the private loop. The cache is the caller's to close."""
+        if self._runner._loop is not None and not self._runner.in_loop():
+            self._runner.run(self._aclose())
+        self._runner.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class _Endpoint:
+    url: str
+    in_flight: int = 0  # requests assigned here, waiting or sent
+    sem: asyncio.Semaphore | None = None
+    api: Any = None  # openai.AsyncOpenAI, created on the client's loop
+
+
+@dataclass
+class _Attempt:
+    """The outcome of one failed attempt."""
+
+    status: str
+    detail: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+class LLMClient(_ClientBase):
+    def __init__(self, config: LLMConfig, *, cache: ResponseCache | None = None, usage: Usage | None = None):
+        super().__init__()
+        if not config.base_urls:
+            raise LLMError("LLMClient needs llm.base_urls; to use the embedded local model, open the client with "
+                           "superb.llm.open_llm(config), which starts the server and fills in its URL")
+        if not config.model:
+            raise LLMError("LLMClient needs llm.model: the model id the endpoint serves")
+        self.config = config
+        self.model = config.model
+        self.cache = cache
+        self.usage = usage if usage is not None else Usage()
+        self.endpoints = [_Endpoint(url.rstrip("/")) for url in config.base_urls]
+        self._next = 0
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.model!r}, endpoints={[e.url for e in self.endpoints]}, usage={self.usage})"
+
+    # --- endpoints ---------------------------------------------------------------------------------------------------
+    def _pick(self) -> _Endpoint:
+        """Least in-flight endpoint; ties go round-robin."""
+        n = len(self.endpoints)
+        self._next = (self._next + 1) % n
+        order = self.endpoints[self._next:] + self.endpoints[: self._next]
+        ep = min(order, key=lambda e: e.in_flight)
+        if ep.api is None:
+            import openai
+
+            ep.sem = asyncio.Semaphore(self.config.concurrency)
+            ep.api = openai.AsyncOpenAI(base_url=ep.url, api_key=self.config.api_key(), max_retries=0,
+                                        timeout=self.config.timeout_s)
+        return ep
+
+    async def _aclose(self) -> None:
+        for ep in self.endpoints:
+            if ep.api is not None:
+                await ep.api.close()
+                ep.api = ep.sem = None
+
+    # --- one request ---------------------------------------------------------------------------------------------------
+    async def _complete(self, request: ChatRequest) -> Completion:
+        hit = self._cached(request)
+        if hit is not None:
+            return hit
+        completion = await self._call(request)
+        if self.cache is not None:
+            self.cache.put(self.model, request, completion)
+        return completion
+
+    def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        kw: dict[str, Any] = {"model": self.model, "messages": request.openai_messages(),
+                              "max_tokens": request.max_tokens, "temperature": request.temperature}
+        if request.seed is not None:
+            kw["seed"] = request.seed
+        if request.logprobs:
+            kw["logprobs"] = True
+            if request.top_logprobs:
+                kw["top_logprobs"] = request.top_logprobs
+        if request.logit_bias:
+            kw["logit_bias"] = {str(tok): bias for tok, bias in request.logit_bias}
+        if request.stop:
+            kw["stop"] = list(request.stop)
+        return kw
+
+    async def _call(self, request: ChatRequest) -> Completion:
+        kwargs = self._kwargs(request)
+        attempts, waited = 0, 0.0
+        while True:
+            attempts += 1
+            ep = self._pick()
+            ep.in_flight += 1
+            try:
+                async with ep.sem:
+                    start = time.perf_counter()
+                    try:
+                        async with _timeout(self.config.timeout_s + 1.0):
+                            response = await ep.api.chat.completions.create(**kwargs, timeout=self.config.timeout_s)
+                        completion = _parse(response, time.perf_counter() - start)
+                        outcome = None
+                    except Exception as e:  # classified below; anything unexpected is re-raised by _classify
+                        completion, outcome = None, _classify(e)
+                    waited += time.perf_counter() - start
+            finally:
+                ep.in_flight -= 1
+            if completion is not None:
+                self.usage.record(request.tag, self.model, calls=1, retries=attempts - 1, wait_s=waited,
+                                  prompt_tokens=completion.prompt_tokens,
+                                  completion_tokens=completion.completion_tokens,
+                                  server_cached_tokens=completion.cached_prompt_tokens)
+                return completion
+            if not outcome.retryable or attempts > self.config.max_retries:
+                break
+            await asyncio.sleep(self._delay(attempts, outcome.retry_after))
+        self.usage.record(request.tag, self.model, calls=1, failures=1, retries=attempts - 1, wait_s=waited)
+        message = (f"LLM call failed after {attempts} attempt(s): endpoint {ep.url}, model {self.model}, "
+                   f"status {outcome.status}: {outcome.detail}")
+        if self.config.on_failure == "fail":
+            raise LLMError(message)
+        return Completion.failure(message)
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, MAX_RETRY_AFTER_S) + random.uniform(0, 0.05)
+        base = min(MAX_BACKOFF_S, self.config.backoff_s * 2 ** (attempt - 1))
+        return base * random.uniform(0.5, 1.0)
+
+
+def _timeout(seconds: float):
+    """asyncio.timeout (3.11+), or an equivalent for 3.10."""
+    if hasattr(asyncio, "timeout"):
+        return asyncio.timeout(seconds)
+
+    class _Compat:  # pragma: no cover - python 3.10 only
+        async def __aenter__(self):
+            task = asyncio.current_task()
+            self._handle = asyncio.get_running_loop().call_later(seconds, task.cancel)
+
+        async def __aexit__(self, exc_type, exc, tb):
+            self._handle.cancel()
+            if exc_type is asyncio.CancelledError:
+                raise asyncio.TimeoutError() from exc
+            return False
+
+    return _Compat()
+
+
+def _classify(error: Exception) -> _Attempt:
+    """Map an exception from one attempt to (status, retryable, Retry-After). Unknown errors are bugs: re-raised."""
+    import openai
+
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        retryable = status in (408, 409, 429) or status >= 500
+        return _Attempt(str(status), _short(error), retryable, _retry_after(error.response.headers))
+    if isinstance(error, (openai.APITimeoutError, asyncio.TimeoutError, TimeoutError)):
+        return _Attempt("timeout", f"no answer within the timeout ({type(error).__name__})", True)
+    if isinstance(error, openai.APIConnectionError):
+        return _Attempt("connection", _short(error.__cause__ or error), True)
+    if isinstance(error, (openai.APIResponseValidationError, ValueError, _Malformed)):
+        return _Attempt("malformed", f"malformed response body: {_short(error)}", False)
+    raise error
+
+
+def _retry_after(headers: Any) -> float | None:
+    raw = headers.get("retry-after") if headers is not None else None
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:  # an HTTP date: rare from model servers
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return max(0.0, parsedate_to_datetime(raw).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def _short(error: BaseException, limit: int = 300) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class _Malformed(Exception):
+    """A 200 response that does not have the shape of a chat completion."""
+
+
+def _parse(response: Any, latency: float) -> Completion:
+    """openai ChatCompletion -> Completion (text, logprobs with top alternatives, tokens, server cache reuse)."""
+    if isinstance(response, str) or not getattr(response, "choices", None):
+        raise _Malformed(f"no choices in response {str(response)[:200]!r}")
+    choice = response.choices[0]
+    text = choice.message.content if choice.message is not None else None
+    logprobs = None
+    if choice.logprobs is not None and choice.logprobs.content is not None:
+        logprobs = tuple(
+            TokenLogprob(t.token, float(t.logprob), {a.token: float(a.logprob) for a in (t.top_logprobs or [])})
+            for t in choice.logprobs.content
+        )
+    usage = response.usage
+    prompt_tokens = usage.prompt_tokens if usage is not None else 0
+    completion_tokens = usage.completion_tokens if usage is not None else 0
+    cached = 0
+    timings = (response.model_extra or {}).get("timings") if hasattr(response, "model_extra") else None
+    if isinstance(timings, dict) and "cache_n" in timings:
+        cached = int(timings["cache_n"])
+    elif usage is not None and getattr(usage, "prompt_tokens_details", None) is not None:
+        cached = int(usage.prompt_tokens_details.cached_tokens or 0)
+    return Completion(text=text or "", logprobs=logprobs, prompt_tokens=int(prompt_tokens or 0),
+                      completion_tokens=int(completion_tokens or 0), cached_prompt_tokens=cached, latency_s=latency)

@@ -1,0 +1,93 @@
+"""A private event loop in a daemon thread, so synchronous code (a pt.Transformer) can run async LLM work.
+
+Why a loop of our own instead of ``asyncio.run`` per call: the openai client, its connection pool and our
+semaphores are bound to one loop, and must outlive a single call. Running everything on one background loop also
+makes the sync helpers work the same from a plain thread and from inside a running loop (Jupyter): the caller's
+thread just waits for the result. Calling a sync helper from a coroutine that itself runs on this loop would
+deadlock, so that raises instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import Future
+from typing import Any, Awaitable, Coroutine, Iterable, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    def __init__(self, name: str = "superb-llm") -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                ready = threading.Event()
+                loop = asyncio.new_event_loop()
+
+                def main() -> None:
+                    asyncio.set_event_loop(loop)
+                    ready.set()
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=main, name=self._name, daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+    def in_loop(self) -> bool:
+        """True when the calling code runs on this loop's thread."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one coroutine to completion on the private loop and return its result (or raise its exception)."""
+        if self.in_loop():
+            coro.close()
+            raise RuntimeError(
+                "a synchronous LLM helper (run/gather_sync/complete_many) was called from a coroutine running on the "
+                "client's own loop; await the coroutine instead"
+            )
+        return self.submit(coro).result()
+
+    async def delegate(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await `coro` on the private loop from any other running loop."""
+        if self.in_loop():
+            return await coro
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def gather(self, coros: Iterable[Awaitable[T]]) -> list[T]:
+        return self.run(gather_cancelling(coros))
+
+    def close(self) -> None:
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+        if not loop.is_running():
+            loop.close()
+
+
+async def gather_cancelling(coros: Iterable[Awaitable[T]]) -> list[T]:
+    """Like asyncio.gather, but the first exception cancels the remaining work before it propagates."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
