@@ -1,0 +1,119 @@
+"""Pure parsing of model outputs: listwise permutations, graded labels, yes/no, label distributions from logprobs.
+
+Nothing here calls a model or raises on bad output: every function returns its best reading and says what it had
+to repair, so the caller can count it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Iterable, Mapping, Sequence
+
+_BRACKETED = re.compile(r"\[\s*(\d+)\s*\]")
+_BARE = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+_LABEL = re.compile(r"(?<!\d)([0-9])(?!\d)")
+_CONFIDENCE = re.compile(r"confiden\w*\W{0,3}(\d{1,3}(?:\.\d+)?)\s*(%?)", re.IGNORECASE)
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def parse_permutation(text: str, n: int) -> tuple[list[int], Counter]:
+    """Read a RankGPT-style answer such as "[3] > [1] > [2]" over identifiers 1..n.
+
+    Returns ``(order, repairs)``: ``order`` is a permutation of the positions 0..n-1, best first; ``repairs`` counts
+    what was fixed, by kind: ``unbracketed`` (no [k] found; bare numbers were read instead), ``duplicate`` (an id
+    repeated; later mentions ignored), ``unknown_id`` (outside 1..n; ignored), ``missing`` (ids never mentioned;
+    appended in their prior order), ``empty`` (no usable id at all; the prior order is kept).
+    """
+    if n < 0:
+        raise ValueError(f"parse_permutation: n must be >= 0, got {n}")
+    repairs: Counter = Counter()
+    text = text or ""
+    found = _BRACKETED.findall(text)
+    if not found:
+        found = _BARE.findall(text)
+        if found:
+            repairs["unbracketed"] += 1
+    order: list[int] = []
+    seen: set[int] = set()
+    for token in found:
+        ident = int(token) if len(token) <= 6 else -1  # absurdly long numbers are unknown ids
+        if not 1 <= ident <= n:
+            repairs["unknown_id"] += 1
+            continue
+        if ident in seen:
+            repairs["duplicate"] += 1
+            continue
+        seen.add(ident)
+        order.append(ident - 1)
+    if not order and n > 0:
+        repairs["empty"] += 1
+    missing = [i for i in range(n) if i + 1 not in seen]
+    if missing and order:
+        repairs["missing"] += len(missing)
+    return order + missing, repairs
+
+
+def parse_label(text: str, labels: Sequence[int] = (0, 1, 2, 3)) -> int | None:
+    """The first single digit in ``text`` that is one of ``labels``, or None."""
+    allowed = set(labels)
+    for m in _LABEL.finditer(text or ""):
+        if int(m.group(1)) in allowed:
+            return int(m.group(1))
+    return None
+
+
+def parse_yes_no(text: str) -> bool | None:
+    """True for a leading "yes", False for "no" (the first of the two words in the text), None if neither."""
+    m = _YES_NO.search(text or "")
+    return None if m is None else m.group(1).lower() == "yes"
+
+
+def parse_confidence(text: str) -> float | None:
+    """A stated confidence ("confidence: 80%", "Confidence 0.8") as a probability in [0, 1], or None."""
+    m = _CONFIDENCE.search(text or "")
+    if m is None:
+        return None
+    value = float(m.group(1))
+    if m.group(2) == "%" or value > 1.0:
+        value /= 100.0
+    return value if 0.0 <= value <= 1.0 else None
+
+
+def token_distribution(top: Mapping[str, float], vocabulary: Mapping[str, object]) -> dict[object, float] | None:
+    """Renormalised probabilities over the answers in ``vocabulary`` from one position's top logprobs.
+
+    ``top`` maps token -> logprob; ``vocabulary`` maps a normalised token (stripped, lower-cased) to its answer,
+    e.g. {"0": 0, ..., "3": 3} or {"yes": True, "no": False}. Several tokens that normalise to the same answer
+    (" 3", "3") add up. Returns None when no listed token is an answer.
+    """
+    mass: dict[object, float] = {}
+    for token, logprob in top.items():
+        key = token.strip().lower()
+        if key in vocabulary and logprob is not None and math.isfinite(logprob):
+            answer = vocabulary[key]
+            mass[answer] = mass.get(answer, 0.0) + math.exp(logprob)
+    total = sum(mass.values())
+    if total <= 0.0:
+        return None
+    return {a: p / total for a, p in mass.items()}
+
+
+def first_distribution(positions: Iterable[object], vocabulary: Mapping[str, object]) -> tuple[dict | None, int]:
+    """The answer distribution at the first generated position whose alternatives include an answer token.
+
+    ``positions`` are TokenLogprob-like objects (``.token``, ``.logprob``, ``.top``). Returns (distribution or None,
+    index of the position used or -1). The chosen token itself counts as an alternative when ``top`` misses it.
+    """
+    for i, pos in enumerate(positions or ()):
+        top = dict(pos.top or {})
+        top.setdefault(pos.token, pos.logprob)
+        dist = token_distribution(top, vocabulary)
+        if dist is not None:
+            return dist, i
+    return None, -1
+
+
+LABEL_TOKENS = {str(k): k for k in range(4)}
+YES_NO_TOKENS = {"yes": True, "no": False}
