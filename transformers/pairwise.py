@@ -1,0 +1,112 @@
+"""Pairwise LLM reranking: compare products two at a time, aggregate the preferences into an order.
+
+``PairwiseReranker`` reranks the top ``top_k`` (default 10) of each query with a :class:`PairwiseComparator`
+(forced choice, ``allow_neither``, ``both_orders``) and an aggregation strategy from ``aggregation.py``:
+"allpairs" (k(k-1)/2 comparisons, all concurrent, Copeland win counts) or "sort" (stable merge sort, about
+k*log2(k) comparisons; an abstention keeps the prior order). Queries run concurrently (the base class), and the
+comparisons of one query run concurrently as far as the strategy allows. No decision on a pair is never an error:
+it is an abstention, counted, that leaves the prior order in place.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+from superb.llm.types import ChatRequest, Completion
+from superb.transformers.aggregation import AllPairs, MergeSort, strategy as make_strategy
+from superb.transformers.base import (
+    COMMON_OPTIONS, Candidates, LLMReranker, Opt, one_of, product_text, read_options, require_llm,
+    scores_from_order,
+)
+from superb.transformers.comparator import PairwiseComparator, PromptTemplate
+from superb.transformers.text import ProductText
+
+DEFAULT_TEMPLATE = "pairwise_compare"
+
+
+def _bool(value: Any, path: str) -> bool:
+    from superb.errors import SpecError
+
+    if not isinstance(value, bool):
+        raise SpecError(path, f"expected true or false, got {value!r}")
+    return value
+
+
+OPTIONS: dict[str, Opt] = {
+    **COMMON_OPTIONS,
+    "top_k": Opt(10, COMMON_OPTIONS["top_k"].parse),
+    "strategy": Opt("allpairs", one_of("allpairs", "sort")),
+    "allow_neither": Opt(False, _bool),
+    "both_orders": Opt(False, _bool),
+}
+
+
+def load(template: str | PromptTemplate) -> PromptTemplate:
+    """A template object from a name in superb/llm/prompts (or the object itself)."""
+    if isinstance(template, str):
+        from superb.llm.prompts import load_template
+
+        return load_template(template)
+    return template
+
+
+class _Counted:
+    """Adapter giving the comparator an ``acomplete`` that goes through the reranker's counted ``complete``."""
+
+    def __init__(self, reranker: LLMReranker):
+        self._reranker = reranker
+
+    async def acomplete(self, request: ChatRequest) -> Completion:
+        return await self._reranker.complete(request)
+
+
+class PairwiseReranker(LLMReranker):
+    """Rerank the top_k of each query by pairwise LLM preferences.
+
+    ``stats`` holds the base counters (calls, failures, tokens, queries, reranked...) plus ``comparisons`` (pairs
+    the strategy asked for), ``comparison_abstentions`` and the comparator's counters prefixed ``pairwise_``
+    (pairs, calls, decisions, abstentions, neither, disagreements, unparseable, failed_calls, forced_neither).
+    """
+
+    type_name = "pairwise"
+
+    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 10,
+                 strategy: str = "allpairs", allow_neither: bool = False, both_orders: bool = False,
+                 template: str | PromptTemplate = DEFAULT_TEMPLATE, answer_tokens: int = 8, tag: str = ""):
+        super().__init__(llm, text=text, top_k=top_k, tag=tag)
+        self.strategy: AllPairs | MergeSort = make_strategy(strategy)
+        # Candidates arrive as rendered text (ProductText, already within its token budget): passed as strings.
+        self.comparator = PairwiseComparator(_Counted(self), load(template), fields=("text",),
+                                             allow_neither=allow_neither, both_orders=both_orders,
+                                             max_chars=10**6, max_tokens=answer_tokens, tag=self.tag)
+
+    def __repr__(self) -> str:
+        c = self.comparator
+        return (f"PairwiseReranker(top_k={self.top_k}, strategy={self.strategy.name!r}, "
+                f"allow_neither={c.allow_neither}, both_orders={c.both_orders}, text={self.text!r})")
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "PairwiseReranker":
+        opts = read_options(options, path, OPTIONS)
+        return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
+                   strategy=opts["strategy"], allow_neither=opts["allow_neither"], both_orders=opts["both_orders"])
+
+    async def score(self, cands: Candidates) -> Sequence[float]:
+        docs = cands.texts
+        async def cmp(i: int, j: int) -> str | None:
+            return (await self.comparator.compare(cands.query, docs[i], docs[j])).winner
+
+        ranking = await self.strategy.rank(len(cands), cmp)
+        self.stats["comparisons"] += ranking.comparisons
+        self.stats["comparison_abstentions"] += ranking.abstentions
+        self._sync_comparator_stats()
+        return scores_from_order(ranking.order)
+
+    def _sync_comparator_stats(self) -> None:
+        for key, value in self.comparator.stats.items():
+            self.stats[f"pairwise_{key}"] = value
+
+    @property
+    def comparator_stats(self) -> Counter:
+        return self.comparator.stats
