@@ -1,0 +1,146 @@
+"""First-stage options: defaults, allowed values, and validation against a spec table.
+
+Every check raises :class:`superb.errors.SpecError` whose path names the offending key (``pipelines[0].first_stage.k1``)
+and whose message lists what is allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from superb.errors import SpecError
+
+ENGINES = ("terrier", "pisa")
+MODELS = ("bm25", "rm3")
+
+#: BM25 parameters used by both engines unless a spec says otherwise (Robertson's classic values, Terrier's
+#: defaults). PISA's own defaults (k1=0.9, b=0.4) are NOT used, so the two engines rank with the same formula.
+BM25_DEFAULTS = {"k1": 1.2, "b": 0.75}
+#: RM3 parameters (Terrier's defaults, also PyTerrier's ``pt.rewrite.RM3``). ``fb_lambda`` is the weight of the
+#: original query in the interpolation; ``1 - fb_lambda`` goes to the relevance model.
+RM3_DEFAULTS = {"fb_docs": 3, "fb_terms": 10, "fb_lambda": 0.6}
+DEPTH_DEFAULT = 100
+
+#: Keys accepted in a spec's ``first_stage`` table.
+FIRST_STAGE_KEYS = ("engine", "model", "depth", "fields", *BM25_DEFAULTS, *RM3_DEFAULTS)
+
+
+@dataclass(frozen=True)
+class FirstStageOptions:
+    """Validated first-stage settings. ``fields`` is the tuple of document fields indexed, ``("text",)`` by default."""
+
+    engine: str = "terrier"
+    model: str = "bm25"
+    depth: int = DEPTH_DEFAULT
+    fields: tuple[str, ...] = ("text",)
+    k1: float = BM25_DEFAULTS["k1"]
+    b: float = BM25_DEFAULTS["b"]
+    fb_docs: int = RM3_DEFAULTS["fb_docs"]
+    fb_terms: int = RM3_DEFAULTS["fb_terms"]
+    fb_lambda: float = RM3_DEFAULTS["fb_lambda"]
+
+
+def _key(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _check_keys(given: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    if not isinstance(given, Mapping):
+        raise SpecError(path, f"expected a table of options, found {type(given).__name__} {given!r}")
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise SpecError(_key(path, unknown[0]), f"unknown option(s) {unknown}; allowed keys are {list(allowed)}")
+
+
+def _choice(value: Any, allowed: tuple[str, ...], key: str) -> str:
+    if not isinstance(value, str) or value.lower() not in allowed:
+        raise SpecError(key, f"found {value!r}; allowed values are {list(allowed)}")
+    return value.lower()
+
+
+def _positive_int(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(key, f"expected a positive integer, found {value!r}")
+    return value
+
+
+def _number(value: Any, key: str, low: float, high: float | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise SpecError(key, f"expected a number, found {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise SpecError(key, f"expected a number {bound}, found {value!r}")
+    return float(value)
+
+
+def _fields(value: Any, available: tuple[str, ...] | None, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ("text",)
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(f, str) for f in value):
+        raise SpecError(key, f"expected a non-empty list of field names, found {value!r}")
+    if len(set(value)) != len(value):
+        raise SpecError(key, f"field names repeat in {list(value)}; list each field once")
+    if available is not None:
+        missing = [f for f in value if f not in available]
+        if missing:
+            raise SpecError(key, f"unknown field(s) {missing}; this data set has {list(available)}")
+    return tuple(value)
+
+
+def validate_options(
+    *,
+    engine: Any = "terrier",
+    model: Any = "bm25",
+    depth: Any = DEPTH_DEFAULT,
+    fields: Any = None,
+    bm25: Mapping[str, Any] | None = None,
+    rm3: Mapping[str, Any] | None = None,
+    available_fields: tuple[str, ...] | None = None,
+    path: str = "first_stage",
+) -> FirstStageOptions:
+    """Check every option, name the key at fault, and return the resolved :class:`FirstStageOptions`."""
+    engine = _choice(engine, ENGINES, _key(path, "engine"))
+    model = _choice(model, MODELS, _key(path, "model"))
+    depth = _positive_int(depth, _key(path, "depth"))
+    chosen_fields = _fields(fields, available_fields, _key(path, "fields"))
+    bm25 = dict(bm25 or {})
+    _check_keys(bm25, tuple(BM25_DEFAULTS), path)
+    params = {**BM25_DEFAULTS, **bm25}
+    k1 = _number(params["k1"], _key(path, "k1"), 0.0, None)
+    b = _number(params["b"], _key(path, "b"), 0.0, 1.0)
+    rm3 = dict(rm3 or {})
+    _check_keys(rm3, tuple(RM3_DEFAULTS), path)
+    if rm3 and model != "rm3":
+        raise SpecError(_key(path, sorted(rm3)[0]), f"RM3 options {sorted(rm3)} need model = 'rm3', found model = {model!r}")
+    fb = {**RM3_DEFAULTS, **rm3}
+    return FirstStageOptions(
+        engine=engine,
+        model=model,
+        depth=depth,
+        fields=chosen_fields,
+        k1=k1,
+        b=b,
+        fb_docs=_positive_int(fb["fb_docs"], _key(path, "fb_docs")),
+        fb_terms=_positive_int(fb["fb_terms"], _key(path, "fb_terms")),
+        fb_lambda=_number(fb["fb_lambda"], _key(path, "fb_lambda"), 0.0, 1.0),
+    )
+
+
+def options_from_spec(
+    table: Mapping[str, Any], *, available_fields: tuple[str, ...] | None = None, path: str = "first_stage"
+) -> FirstStageOptions:
+    """Validate a spec's ``first_stage`` table ({engine, model, depth, fields, k1, b, fb_docs, fb_terms, fb_lambda})."""
+    _check_keys(table, FIRST_STAGE_KEYS, path)
+    return validate_options(
+        engine=table.get("engine", "terrier"),
+        model=table.get("model", "bm25"),
+        depth=table.get("depth", DEPTH_DEFAULT),
+        fields=table.get("fields"),
+        bm25={k: table[k] for k in BM25_DEFAULTS if k in table},
+        rm3={k: table[k] for k in RM3_DEFAULTS if k in table},
+        available_fields=available_fields,
+        path=path,
+    )

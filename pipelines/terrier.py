@@ -1,0 +1,100 @@
+"""The Terrier engine: a cached IterDictIndexer index, BM25 via ``pt.terrier.Retriever``, RM3 via ``pt.rewrite.RM3``.
+
+Index: meta ``docno`` (up to ``DOCNO_LENGTH`` characters; longer docnos are a DataError, never truncated), the
+chosen fields as text attributes (recorded as Terrier fields when there are several), Terrier's English tokeniser,
+Porter stemmer and stopword list. BM25 uses ``c`` = b (Terrier's control) and the ``bm25.k_1`` property; the
+property is global in the JVM, so it is set again before every retrieval so two stages with different k1 in one
+process do not leak into each other. RM3 is ``BM25(fb_docs) >> RM3(fb_docs, fb_terms, fb_lambda) >> BM25(depth)``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from superb.errors import DataError
+from superb.pipelines.index_cache import CachedIndex, document_fields, open_or_build
+from superb.pipelines.options import FirstStageOptions
+
+DOCNO_LENGTH = 128
+RECIPE = {"tokeniser": "english", "stemmer": "porter", "stopwords": "terrier", "meta_docno": DOCNO_LENGTH}
+_WEIGHTED_TERM = re.compile(r"(\S+)\^([0-9.eE+-]+)")
+
+
+def build_terrier_index(dataset: Any, fields: tuple[str, ...], folder: Path) -> int:
+    """Index ``dataset`` into ``folder`` (empty); return the number of documents indexed."""
+    import pyterrier as pt
+
+    counted = {"docs": 0}
+
+    def docs():
+        for doc in document_fields(dataset, fields):
+            if len(doc["docno"]) > DOCNO_LENGTH:
+                raise DataError(
+                    f"data set {dataset.name!r}: docno {doc['docno'][:40]!r}... is {len(doc['docno'])} characters; "
+                    f"the Terrier index stores at most {DOCNO_LENGTH}"
+                )
+            counted["docs"] += 1
+            yield doc
+
+    indexer = pt.IterDictIndexer(
+        str(folder), meta={"docno": DOCNO_LENGTH}, text_attrs=list(fields), fields=len(fields) > 1, threads=1
+    )
+    indexer.index(docs())
+    return counted["docs"]
+
+
+def parse_terrier_query(query: str) -> dict[str, float]:
+    """Weights of a rewritten Terrier query such as ``applypipeline:off batteri^0.6 cabl^0.2``."""
+    return {term: float(weight) for term, weight in _WEIGHTED_TERM.findall(query)}
+
+
+class TerrierEngine:
+    """Maps clean (qid, query) frames to (qid, docno, score) with Terrier. The JVM starts in :meth:`prepare`."""
+
+    def __init__(self, dataset: Any, options: FirstStageOptions):
+        self.dataset = dataset
+        self.options = options
+        self.stats: dict = {}
+        self._pipeline = None
+        self._expander = None
+
+    def prepare(self) -> CachedIndex:
+        import pyterrier as pt
+
+        o = self.options
+        cached = open_or_build(
+            self.dataset, "terrier", o.fields, RECIPE, lambda folder: build_terrier_index(self.dataset, o.fields, folder)
+        )
+        index = pt.IndexFactory.of(str(cached.path))
+
+        def bm25(num_results: int):
+            return pt.terrier.Retriever(
+                index, wmodel="BM25", num_results=num_results, controls={"c": str(o.b)},
+                properties={"bm25.k_1": str(o.k1)}, metadata=["docno"],
+            )
+
+        if o.model == "rm3":
+            rm3 = pt.rewrite.RM3(index, fb_docs=o.fb_docs, fb_terms=o.fb_terms, fb_lambda=o.fb_lambda)
+            self._expander = bm25(o.fb_docs) >> rm3
+            self._pipeline = self._expander >> bm25(o.depth)
+        else:
+            self._pipeline = bm25(o.depth)
+        return cached
+
+    def _set_k1(self) -> None:
+        import pyterrier as pt
+
+        pt.terrier.J.ApplicationSetup.setProperty("bm25.k_1", str(self.options.k1))
+
+    def retrieve(self, queries: pd.DataFrame) -> pd.DataFrame:
+        self._set_k1()
+        return self._pipeline(queries)[["qid", "docno", "score"]]
+
+    def expansions(self, queries: pd.DataFrame) -> dict[str, dict[str, float]]:
+        self._set_k1()
+        rewritten = self._expander(queries)
+        return {str(q): parse_terrier_query(text) for q, text in zip(rewritten["qid"], rewritten["query"])}
