@@ -8,7 +8,8 @@ Conventions (documented because they change the numbers):
   queries would reward a system for failing on hard queries. Run queries outside the set are ignored. All of these
   are counted in ``result.attrs`` (see :func:`per_query`).
 - Ranking order: when the run has a ``rank`` column the documents are scored in that order (what the system
-  showed); otherwise by ``score`` descending, with trec_eval's tie-break (docno descending).
+  showed); otherwise by ``score`` descending, with trec_eval's tie-break (docno descending). The order is fixed
+  here once, so all measures (pytrec_eval's and Judged's) see the same ranking.
 - ``condensed=True`` removes documents without any label for the query from the run before scoring (Sakai's
   condensed lists), so unjudged documents neither count as non-relevant nor take rank positions.
 """
@@ -80,25 +81,27 @@ def _qrels_dict(qrels: pd.DataFrame) -> dict[str, dict[str, int]]:
 
 
 def _run_frame(run: pd.DataFrame) -> pd.DataFrame:
-    """qid, docno (str) and an evaluation score: -rank when ranks are given, else the score."""
-    if "rank" in run.columns:
-        order = -pd.to_numeric(run["rank"], errors="coerce").astype(float)
-        what = "rank"
-    elif "score" in run.columns:
-        order = pd.to_numeric(run["score"], errors="coerce").astype(float)
-        what = "score"
-    else:
+    """qid, docno (str) and an evaluation score that orders each query's documents strictly: by rank when given,
+    else by score descending, ties broken by docno descending (trec_eval's rule), so that every ir_measures
+    provider sees the same ranking."""
+    keys = [c for c in ("rank", "score") if c in run.columns]
+    if not keys:
         raise ValueError(f"run needs a 'score' or a 'rank' column to order documents; found {list(run.columns)}")
-    if order.isna().any():
-        raise ValueError(f"run column {what!r} has {int(order.isna().sum())} missing or non-numeric values")
-    frame = pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(), "docno": run["docno"].astype(str).to_numpy(),
-                          "score": order.to_numpy()})
+    frame = pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(), "docno": run["docno"].astype(str).to_numpy()})
+    for key in keys:
+        values = pd.to_numeric(run[key], errors="coerce").astype(float).to_numpy()
+        if np.isnan(values).any():
+            raise ValueError(f"run column {key!r} has {int(np.isnan(values).sum())} missing or non-numeric values")
+        frame[key] = values
     dup = frame.duplicated(["qid", "docno"], keep=False)
     if dup.any():
         first = frame[dup].iloc[0]
         raise ValueError(f"run lists the same document twice for a query, e.g. ({first.qid!r}, {first.docno!r}) "
                          f"({int(dup.sum())} rows); a ranking holds each document once")
-    return frame
+    frame = frame.sort_values(["qid", *keys, "docno"], ascending=[True, *[k == "rank" for k in keys], False],
+                              kind="stable")
+    frame["score"] = -frame.groupby("qid").cumcount().astype(float)
+    return frame[["qid", "docno", "score"]]
 
 
 def per_query(run: pd.DataFrame, qrels: pd.DataFrame, measures, *, condensed: bool = False,

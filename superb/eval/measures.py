@@ -10,6 +10,7 @@ gains: SUPERB's nDCG uses the 0-3 labels, its P@k counts labels >= 2.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from superb.errors import SpecError
@@ -35,7 +36,9 @@ def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.mea
     except (NameError, ValueError, SyntaxError, TypeError) as exc:
         raise SpecError(path, f"cannot parse measure {name!r} ({exc}). Write measures the ir_measures way, "
                               f"e.g. {_EXAMPLES}") from exc
-    if rel is not None and "rel" in measure.SUPPORTED_PARAMS and "rel" not in measure.params:
+    # ir_measures drops parameters equal to their default (P(rel=1)@5 -> P@5): look at the written name too
+    explicit = "rel" in measure.params or re.search(r"\brel\s*=", name) is not None
+    if rel is not None and "rel" in measure.SUPPORTED_PARAMS and not explicit:
         measure = measure(rel=rel)
     return measure
 
