@@ -1,1 +1,57 @@
-"""superb.data"""
+"""superb.data: product search test collections behind one interface (superb.data.base.Dataset).
+
+``load_dataset({"name": "chorus"})`` returns a Dataset; each loader checks its own option keys. Loaders:
+
+  chorus            Chorus Icecat electronics, pinned upstream files fetched and sha256-checked (superb.data.chorus)
+  esci              Amazon Shopping Queries, user-provided parquet files (superb.data.esci)
+  wands             Wayfair WANDS, user-provided tab-separated files (superb.data.wands)
+  superb-triplets   (query, product, label) triplets over ESCI products (superb.data.triplets)
+  local             JSONL docs + TSV queries + TREC qrels (superb.data.local)
+
+More loaders (e.g. a generated benchmark folder) plug in with :func:`register_loader`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from superb.errors import SpecError
+
+if TYPE_CHECKING:
+    from superb.data.base import Dataset
+
+__all__ = ["load_dataset", "register_loader", "loader_names"]
+
+# name -> "module:function" (imported on first use) or a callable(config, path) -> Dataset
+_LOADERS: dict[str, str | Callable[[Mapping[str, Any], str], "Dataset"]] = {
+    "chorus": "superb.data.chorus:load",
+    "esci": "superb.data.esci:load",
+    "wands": "superb.data.wands:load",
+    "superb-triplets": "superb.data.triplets:load",
+    "local": "superb.data.local:load",
+}
+
+
+def register_loader(name: str, loader: str | Callable[[Mapping[str, Any], str], "Dataset"]) -> None:
+    """Add a data set loader: ``loader(config, path) -> Dataset`` or its "module:function" name."""
+    _LOADERS[name] = loader
+
+
+def loader_names() -> list[str]:
+    return sorted(_LOADERS)
+
+
+def load_dataset(config: Mapping[str, Any], path: str = "dataset") -> "Dataset":
+    """The data set described by ``config`` (a spec's [dataset] table); errors carry ``path``-prefixed keys."""
+    if not isinstance(config, Mapping):
+        raise SpecError(path, f"expected a table with a `name` key, got {type(config).__name__}")
+    name = config.get("name")
+    if name not in _LOADERS:
+        raise SpecError(f"{path}.name", f"unknown data set {name!r}; known: {loader_names()}")
+    loader = _LOADERS[name]
+    if isinstance(loader, str):
+        module, _, function = loader.partition(":")
+        loader = getattr(importlib.import_module(module), function)
+    return loader(config, path)

@@ -131,6 +131,10 @@ class Dataset:
         if missing:
             raise DataError(f"data set {self.name!r}: qrels lack columns {sorted(missing)} (have {list(qrels.columns)})")
         qrels = qrels[["qid", "docno", "label"]].astype({"qid": str, "docno": str, "label": int})
+        dup = qrels[qrels.duplicated(["qid", "docno"])]
+        if len(dup):
+            raise DataError(f"data set {self.name!r}: {len(dup)} qrels repeat a (qid, docno) pair, e.g. "
+                            f"({dup.iloc[0]['qid']!r}, {dup.iloc[0]['docno']!r}); keep one label per pair")
         drop_q = qrels["qid"].isin(dropped)
         self._counts["queries_dropped_empty"] = len(dropped)
         self._counts["qrels_dropped_empty_query"] = int(drop_q.sum())
