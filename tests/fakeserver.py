@@ -95,12 +95,14 @@ class FakeServer:
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._port: int | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------------
     def start(self) -> "FakeServer":
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fakeserver", daemon=True)
+        self._port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fakeserver", daemon=True)
         self._thread.start()
         return self
 
@@ -119,9 +121,9 @@ class FakeServer:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._port is None:
             raise RuntimeError("FakeServer is not started")
-        return self._httpd.server_address[1]
+        return self._port  # still known after stop(), for messages
 
     @property
     def base_url(self) -> str:

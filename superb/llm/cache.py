@@ -9,7 +9,8 @@ Storage is SQLite in WAL mode through the standard library's sqlite3, because:
   * synchronous=NORMAL in WAL mode keeps every commit across a process kill (only a power cut could lose the
     last commits), without an fsync per call.
 
-The key is the sha256 of canonical JSON of (model id, messages, sampling and logprob parameters, template id with
+Each row keeps the canonical request JSON beside the answer (for audits and replays). The key is the sha256 of
+that canonical JSON of (model id, messages, sampling and logprob parameters, template id with
 its fingerprint). It deliberately leaves out the endpoint URL, the API key and the tag: the same model answers the
 same request the same way wherever it is served and whoever asked, and keys are never written anywhere.
 
@@ -37,6 +38,7 @@ CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
     model TEXT NOT NULL,
     template TEXT NOT NULL,
+    request TEXT NOT NULL,
     text TEXT NOT NULL,
     logprobs TEXT,
     prompt_tokens INTEGER NOT NULL,
@@ -64,9 +66,12 @@ def key_material(model: str, request: ChatRequest) -> dict:
     }
 
 
+def _canonical(model: str, request: ChatRequest) -> str:
+    return json.dumps(key_material(model, request), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def cache_key(model: str, request: ChatRequest) -> str:
-    canonical = json.dumps(key_material(model, request), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical(model, request).encode("utf-8")).hexdigest()
 
 
 def _dump_logprobs(logprobs: tuple[TokenLogprob, ...] | None) -> str | None:
@@ -146,11 +151,13 @@ class ResponseCache:
         """Store a successful completion (committed at once). Failures are never cached. Returns True if written."""
         if self._conn is None or self.mode == "read-only" or completion.failed:
             return False
-        row = (cache_key(model, request), model, request.template, completion.text,
+        canonical = _canonical(model, request)  # stored beside the answer, so a cache can be audited and replayed
+        key = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        row = (key, model, request.template, canonical, completion.text,
                _dump_logprobs(completion.logprobs), completion.prompt_tokens, completion.completion_tokens,
                completion.latency_s, time.time())
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            self._conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             self.writes += 1
         return True
 

@@ -1,0 +1,233 @@
+"""LLMClient against the fake OpenAI server: retries, Retry-After, failure policy, timeouts, concurrency, endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from fakeserver import FakeServer, Fault, Reply
+from superb.errors import LLMError, SpecError
+from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache, Usage
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+
+
+def make(srv, **kw) -> LLMClient:
+    kw.setdefault("backoff_s", 0.01)
+    cache = kw.pop("cache", None)
+    urls = tuple(s.base_url for s in srv) if isinstance(srv, list) else (srv.base_url,)
+    return LLMClient(LLMConfig(model="fake-model", base_urls=urls, **kw), cache=cache, usage=Usage())
+
+
+def req(text: str = "hello", **kw) -> ChatRequest:
+    return ChatRequest.chat("be brief", text, **kw)
+
+
+def test_success_maps_text_logprobs_and_tokens():
+    lp = (("Yes", -0.2, {"Yes": -0.2, "No": -1.8}), ("!", -0.01, {"!": -0.01}))
+    with FakeServer(responder=lambda r: Reply("Yes!", lp)) as srv, make(srv) as client:
+        c = client.complete(req("a" * 40, logprobs=True, top_logprobs=2, tag="t"))
+        sent = srv.received[0]
+    assert c.text == "Yes!" and not c.failed
+    assert [t.token for t in c.logprobs] == ["Yes", "!"]
+    assert c.logprobs[0].top == {"Yes": -0.2, "No": -1.8}
+    assert c.prompt_tokens == (len("be brief") + 40) // 4  # the fake counts 4 chars per token
+    assert sent["logprobs"] is True and sent["top_logprobs"] == 2 and sent["model"] == "fake-model"
+    assert client.usage.row("t").calls == 1
+
+
+def test_retries_on_500_and_drop_then_succeeds():
+    with FakeServer(faults=[Fault.error(500), Fault.drop(), Fault.error(503)]) as srv, make(srv, max_retries=4) as client:
+        c = client.complete(req(tag="x"))
+        assert srv.requests == 4  # 3 faults + the success
+    assert not c.failed and c.text == "ok"
+    row = client.usage.row("x")
+    assert (row.calls, row.retries, row.failures) == (1, 3, 0)
+
+
+def test_retry_after_is_honoured():
+    with FakeServer(faults=[Fault.rate_limit(retry_after=0.6)]) as srv, make(srv) as client:
+        start = time.perf_counter()
+        c = client.complete(req())
+        elapsed = time.perf_counter() - start
+        assert srv.requests == 2
+    assert not c.failed
+    assert 0.55 <= elapsed < 5  # backoff_s=0.01 alone would retry at once
+
+
+def test_record_policy_counts_failure_after_max_retries():
+    with FakeServer(faults=[Fault.error(500)] * 10) as srv, make(srv, max_retries=2, on_failure="record") as client:
+        c = client.complete(req(tag="p"))
+        assert srv.requests == 3  # 1 + 2 retries, no more
+    assert c.failed and "status 500" in c.error and "3 attempt" in c.error and "fake-model" in c.error
+    row = client.usage.row("p")
+    assert (row.calls, row.failures, row.retries) == (1, 1, 2)
+
+
+def test_fail_policy_raises_llmerror_naming_endpoint_model_status_attempts():
+    with FakeServer(faults=[Fault.error(502)] * 10) as srv, make(srv, max_retries=1, on_failure="fail") as client:
+        with pytest.raises(LLMError) as info:
+            client.complete(req())
+        msg = str(info.value)
+    assert srv.base_url in msg and "fake-model" in msg and "502" in msg and "2 attempt" in msg
+
+
+def test_client_error_is_not_retried():
+    with FakeServer(faults=[Fault.error(400)]) as srv, make(srv, max_retries=3) as client:
+        c = client.complete(req())
+        assert srv.requests == 1
+    assert c.failed and "status 400" in c.error
+
+
+def test_timeout_does_not_hang_and_is_retried():
+    with FakeServer(faults=[Fault.hang(30), Fault.hang(30)]) as srv, make(srv, timeout_s=0.3, max_retries=1) as client:
+        start = time.perf_counter()
+        c = client.complete(req())
+        elapsed = time.perf_counter() - start
+        assert srv.requests == 2
+    assert c.failed and "timeout" in c.error
+    assert elapsed < 5
+
+
+def test_malformed_body_is_a_counted_failure():
+    with FakeServer(faults=[Fault.malformed()]) as srv, make(srv) as client:
+        c = client.complete(req(tag="m"))
+    assert c.failed and "malformed" in c.error
+    assert client.usage.row("m").failures == 1
+
+
+def test_concurrency_bound_is_respected():
+    with FakeServer(latency=0.05) as srv, make(srv, concurrency=3) as client:
+        out = client.complete_many([req(f"q{i}") for i in range(24)])
+        assert srv.requests == 24
+        assert srv.max_in_flight == 3  # reached, never exceeded
+    assert all(not c.failed for c in out)
+
+
+def test_results_come_back_in_input_order():
+    with FakeServer(responder=lambda r: r["messages"][-1]["content"].upper(), latency=0.01) as srv, \
+            make(srv, concurrency=8) as client:
+        out = client.complete_many([req(f"q{i}") for i in range(30)])
+    assert [c.text for c in out] == [f"Q{i}" for i in range(30)]
+
+
+def test_multiple_base_urls_share_the_load():
+    with FakeServer(latency=0.02) as a, FakeServer(latency=0.02) as b, make([a, b], concurrency=2) as client:
+        client.complete_many([req(f"q{i}") for i in range(20)])
+        assert a.requests + b.requests == 20
+        assert a.requests >= 5 and b.requests >= 5
+        assert a.max_in_flight <= 2 and b.max_in_flight <= 2
+
+
+def test_api_key_is_never_in_the_cache(tmp_path, monkeypatch):
+    secret = "sk-test-SECRET-0123456789"
+    monkeypatch.setenv("FAKE_KEY", secret)
+    path = tmp_path / "cache.sqlite"
+    with FakeServer() as srv:
+        cache = ResponseCache(path)
+        client = LLMClient(LLMConfig(model="fake-model", base_urls=(srv.base_url,), api_key_env="FAKE_KEY"),
+                           cache=cache)
+        client.complete_many([req(f"q{i}") for i in range(5)])
+        client.close()
+        cache.close()
+    blob = b"".join(p.read_bytes() for p in tmp_path.glob("cache.sqlite*"))
+    assert b"q3" in blob  # the cache holds the data...
+    assert secret.encode() not in blob  # ...but not the key
+
+
+def test_cache_hit_makes_no_call_and_is_counted(tmp_path):
+    with FakeServer() as srv:
+        with ResponseCache(tmp_path / "c.sqlite") as cache, make(srv, cache=cache) as client:
+            first = client.complete(req("same", tag="a"))
+            second = client.complete(req("same", tag="b"))  # another tag: same key
+            assert srv.requests == 1
+    assert second.from_cache and second.text == first.text
+    assert client.usage.row("b").cache_hits == 1 and client.usage.row("b").calls == 0
+    assert client.usage.row("b").saved_prompt_tokens == first.prompt_tokens
+
+
+def test_gather_sync_from_sync_code_and_from_a_running_loop():
+    with FakeServer(latency=0.01) as srv, make(srv, concurrency=4) as client:
+
+        async def one_query(q: str) -> list[str]:  # windows of one query sequentially, queries concurrently
+            texts = []
+            for w in range(3):
+                texts.append((await client.acomplete(req(f"{q}-{w}"))).text)
+            return texts
+
+        assert client.gather_sync([one_query(f"q{i}") for i in range(4)]) == [["ok"] * 3] * 4
+
+        async def inside_a_loop() -> list[str]:  # e.g. Jupyter: a sync helper called while a loop runs
+            direct = await client.acomplete(req("direct"))  # awaited on a foreign loop
+            synced = await asyncio.to_thread(client.gather_sync, [one_query("z")])
+            return [direct.text, *synced[0]]
+
+        assert asyncio.run(inside_a_loop()) == ["ok"] * 4
+        assert srv.requests == 12 + 4
+
+
+def test_sync_helper_on_the_client_loop_raises_instead_of_deadlocking():
+    with FakeServer() as srv, make(srv) as client:
+
+        async def bad():
+            return client.complete(req())
+
+        with pytest.raises(RuntimeError, match="await"):
+            client.run(bad())
+
+
+def test_fail_policy_in_complete_many_cancels_the_rest():
+    with FakeServer(faults=[Fault.error(500)] * 3, latency=0.05) as srv, \
+            make(srv, max_retries=0, on_failure="fail", concurrency=1) as client:
+        with pytest.raises(LLMError):
+            client.complete_many([req(f"q{i}") for i in range(50)])
+        time.sleep(0.2)
+        assert srv.requests < 10
+
+
+def test_config_overrides_temperature_and_seed():
+    with FakeServer() as srv, make(srv, temperature=0.7, seed=11) as client:
+        client.complete(req(temperature=0.0, seed=0))
+        assert srv.received[0]["temperature"] == 0.7 and srv.received[0]["seed"] == 11
+
+
+def test_config_from_spec_rejects_unknown_keys_and_bad_values():
+    with pytest.raises(SpecError) as info:
+        LLMConfig.from_spec({"model": "m", "base_urls": ["http://x/v1"], "temprature": 0})
+    assert "llm.temprature" in str(info.value) and "temperature" in str(info.value) and "concurrency" in str(info.value)
+    with pytest.raises(SpecError, match="llm.cache"):
+        LLMConfig.from_spec({"cache": "sometimes"})
+    with pytest.raises(SpecError, match="model"):
+        LLMConfig.from_spec({"base_urls": ["http://x/v1"]})
+    cfg = LLMConfig.from_spec({"model": "m", "base_urls": "http://127.0.0.1:1/v1", "concurrency": 8})
+    assert cfg.base_urls == ("http://127.0.0.1:1/v1",) and cfg.concurrency == 8 and cfg.api_key() == "not-needed"
+
+
+def test_remote_endpoint_without_key_names_the_variable(monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    cfg = LLMConfig(model="m", base_urls=("https://api.example.com/v1",), api_key_env="NO_SUCH_KEY_VAR")
+    with pytest.raises(LLMError, match="NO_SUCH_KEY_VAR"):
+        cfg.api_key()
+
+
+def test_usage_is_thread_safe():
+    usage = Usage()
+
+    def work():
+        for _ in range(1000):
+            usage.record("t", "m", calls=1, prompt_tokens=2)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert usage.row("t").calls == 8000 and usage.total().prompt_tokens == 16000
+    assert usage.estimated_cost({"m": {"prompt": 1.0, "completion": 2.0}}) == pytest.approx(16000 / 1e6)
+    assert list(usage.to_frame().columns[:3]) == ["tag", "model", "calls"]
