@@ -1,0 +1,328 @@
+"""LLM relevance judges: they label (query, product) pairs with graded labels and produce qrels.
+
+Four prompting strategies of the SUPERB paper, one class each:
+
+- ``PointwiseJudge``: one call per product, a four-level grade (template ``pointwise_best_product``, the reranker's:
+  "is the product itself what was searched for, not an accessory", which helped small models on Chorus).
+- ``DeliberatedJudge``: per query, the model first writes the attributes of the ideal product
+  (``deliberated_attributes``), then grades each product against them (``deliberated_label``); the attribute text is
+  kept in ``judge.ideals``. Same templates as the deliberated reranker, as in SUPERB where this prompt built the labels.
+- ``ListwiseJudge``: the products of a query in windows of ``window``, all graded in one answer (``judge_listwise``).
+- ``PairwiseJudge``: products of a query compared in pairs through :class:`superb.transformers.comparator.
+  PairwiseComparator` (template ``pairwise_compare``); a product's grade is its win rate mapped onto the label scale.
+
+Every record (:class:`superb.judges.records.Judgment`) carries the label, a confidence, the raw answer, the template
+id and a status. DEFAULT LABEL: an unparseable answer or a failed call gets ``default_label`` (0, "not relevant",
+unless configured), status "default"/"failed", and is counted in ``stats`` ("unparseable", "failed_calls",
+"default_labels"); the share of such labels is part of every agreement report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from superb.errors import SpecError
+from superb.judges.parse import grade_distribution, parse_grade, parse_listwise
+from superb.judges.records import DEFAULT, FAILED, OK, Judgment
+from superb.llm.types import ChatRequest, Completion
+
+
+def load_template(name_or_template: Any):
+    """A template object (anything with ``render`` and ``id``) or the name of one under superb/llm/prompts/."""
+    if not isinstance(name_or_template, str):
+        return name_or_template
+    from superb.llm.prompts import load_template as _load
+
+    return _load(name_or_template)
+
+
+def run_all(llm: Any, coros: list) -> list:
+    """Run coroutines concurrently from sync code: the client's own loop (``gather_sync``) when it has one."""
+    if hasattr(llm, "gather_sync"):
+        return llm.gather_sync(coros)
+
+    async def _all():
+        return await asyncio.gather(*coros)
+
+    return asyncio.run(_all())
+
+
+class Judge:
+    """Base class: product text, label scale, default label, counters, and the sync ``judge(pool)`` driver."""
+
+    kind = "base"
+
+    def __init__(self, llm: Any, dataset: Any, *, fields: Sequence[str] = ("title",), max_tokens: int = 64,
+                 labels: Sequence[int] | None = None, default_label: int = 0, tag: str | None = None):
+        from superb.transformers.text import ProductText
+
+        self.llm = llm
+        self.dataset = dataset
+        self.text = ProductText(dataset, fields=fields, max_tokens=max_tokens)
+        self.labels = tuple(int(x) for x in (labels or getattr(dataset, "labels", None) or (0, 1, 2, 3)))
+        if default_label not in self.labels:
+            raise ValueError(f"default_label={default_label!r} is not in the label set {list(self.labels)}")
+        self.default_label = int(default_label)
+        self.tag = tag or f"judge:{self.kind}"
+        self.stats: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(fields={self.text.fields!r}, default_label={self.default_label})"
+
+    # --- to implement ------------------------------------------------------------------------------------------------
+    async def ajudge_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Judgment]:
+        raise NotImplementedError
+
+    def template_ids(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    # --- driver --------------------------------------------------------------------------------------------------------
+    def judge(self, pool: pd.DataFrame) -> list[Judgment]:
+        """Label every (qid, docno) of ``pool`` (columns qid, query, docno); one record per distinct pair, in the
+        order of the pool. Repeated pairs are judged once and counted in ``stats["duplicate_pairs"]``."""
+        missing = [c for c in ("qid", "query", "docno") if c not in pool.columns]
+        if missing:
+            raise ValueError(f"{type(self).__name__}.judge: the pool lacks columns {missing}; "
+                             f"found {list(pool.columns)}; expected qid, query, docno")
+        if pool.empty:
+            return []
+        pool = pool.astype({"qid": str, "docno": str})
+        dup = pool.duplicated(["qid", "docno"])
+        self.stats["duplicate_pairs"] += int(dup.sum())
+        pool = pool[~dup]
+        groups = [(qid, str(g["query"].iloc[0]), g["docno"].tolist()) for qid, g in pool.groupby("qid", sort=False)]
+        results = run_all(self.llm, [self.ajudge_query(q, text, docs) for q, text, docs in groups])
+        out = [j for per_query in results for j in per_query]
+        self.stats["judgments"] += len(out)
+        return out
+
+    # --- shared pieces ---------------------------------------------------------------------------------------------------
+    def _request(self, template: Any, max_tokens: int, logprobs: bool = False, **variables: Any) -> ChatRequest:
+        return ChatRequest.chat(None, template.render(**variables), template=template.id, max_tokens=max_tokens,
+                                temperature=0.0, logprobs=logprobs, top_logprobs=10 if logprobs else 0, tag=self.tag)
+
+    def _product(self, docno: str) -> str:
+        return self.text.get(docno, self.stats)
+
+    def _default(self, qid: str, docno: str, raw: str, template: str, failed: bool) -> Judgment:
+        self.stats["default_labels"] += 1
+        self.stats["failed_calls" if failed else "unparseable"] += 1
+        return Judgment(qid, docno, self.default_label, None, raw, template, FAILED if failed else DEFAULT)
+
+    def _graded(self, qid: str, docno: str, completion: Completion, template: str) -> Judgment:
+        """A record from a one-grade answer: parsed label, P(label) from logprobs, or the counted default."""
+        self.stats["calls"] += 1
+        if completion.failed:
+            return self._default(qid, docno, completion.error or "", template, failed=True)
+        label = parse_grade(completion.text, self.labels)
+        if label is None:
+            return self._default(qid, docno, completion.text, template, failed=False)
+        dist = grade_distribution(completion.logprobs, self.labels)
+        if dist is None:
+            self.stats["no_logprobs"] += 1
+        return Judgment(qid, docno, label, None if dist is None else dist[label], completion.text, template, OK)
+
+
+class PointwiseJudge(Judge):
+    kind = "pointwise"
+
+    def __init__(self, llm: Any, dataset: Any, *, template: Any = "pointwise_best_product", **kw: Any):
+        super().__init__(llm, dataset, **kw)
+        self.template = load_template(template)
+
+    def template_ids(self) -> dict[str, str]:
+        return {"grade": self.template.id}
+
+    async def _one(self, qid: str, query: str, docno: str) -> Judgment:
+        req = self._request(self.template, 8, logprobs=True, query=query, product=self._product(docno))
+        return self._graded(qid, docno, await self.llm.acomplete(req), self.template.id)
+
+    async def ajudge_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Judgment]:
+        return list(await asyncio.gather(*(self._one(qid, query, d) for d in docnos)))
+
+
+class DeliberatedJudge(PointwiseJudge):
+    """Ideal attributes first (one call per query, kept in ``ideals``), then one grading call per product. If the
+    ideal call fails or comes back empty, grading goes on with "(not available)" and ``stats["ideal_failed"]``."""
+
+    kind = "deliberated"
+
+    def __init__(self, llm: Any, dataset: Any, *, template: Any = "deliberated_label",
+                 ideal_template: Any = "deliberated_attributes", ideal_max_tokens: int = 160, **kw: Any):
+        super().__init__(llm, dataset, template=template, **kw)
+        self.ideal_template = load_template(ideal_template)
+        self.ideal_max_tokens = int(ideal_max_tokens)
+        self.ideals: dict[str, str] = {}
+
+    def template_ids(self) -> dict[str, str]:
+        return {"ideal": self.ideal_template.id, "grade": self.template.id}
+
+    async def ideal(self, qid: str, query: str) -> str:
+        self.stats["ideal_calls"] += 1
+        c = await self.llm.acomplete(self._request(self.ideal_template, self.ideal_max_tokens, query=query))
+        text = "" if c.failed else "\n".join(line.strip() for line in c.text.strip().splitlines() if line.strip())
+        if not text:
+            self.stats["ideal_failed"] += 1
+            text = "(not available)"
+        self.ideals[qid] = text
+        return text
+
+    async def ajudge_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Judgment]:
+        ideal = await self.ideal(qid, query)
+
+        async def one(docno: str) -> Judgment:
+            req = self._request(self.template, 8, logprobs=True, query=query, attributes=ideal,
+                                product=self._product(docno))
+            return self._graded(qid, docno, await self.llm.acomplete(req), self.template.id)
+
+        return list(await asyncio.gather(*(one(d) for d in docnos)))
+
+
+class ListwiseJudge(Judge):
+    """Windows of ``window`` products graded in one answer each; items the answer misses get the counted default
+    label ("listwise_missing"); out-of-range items, bad grades and repeated items are counted too."""
+
+    kind = "listwise"
+
+    def __init__(self, llm: Any, dataset: Any, *, template: Any = "judge_listwise", window: int = 10, **kw: Any):
+        super().__init__(llm, dataset, **kw)
+        if int(window) < 1:
+            raise ValueError(f"window must be >= 1, got {window!r}")
+        self.window = int(window)
+        self.template = load_template(template)
+
+    def template_ids(self) -> dict[str, str]:
+        return {"grade": self.template.id}
+
+    async def ajudge_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Judgment]:
+        out: list[Judgment] = []
+        for start in range(0, len(docnos), self.window):  # windows of one query in sequence: prompt-cache friendly
+            chunk = list(docnos[start:start + self.window])
+            products = [(i + 1, self._product(d)) for i, d in enumerate(chunk)]
+            req = self._request(self.template, 8 * len(chunk) + 16, query=query, products=products)
+            c = await self.llm.acomplete(req)
+            self.stats["calls"] += 1
+            if c.failed:
+                out.extend(self._default(qid, d, c.error or "", self.template.id, failed=True) for d in chunk)
+                continue
+            grades, counts = parse_listwise(c.text, len(chunk), self.labels)
+            for key, value in counts.items():
+                self.stats[f"listwise_{key}"] += value
+            for i, d in enumerate(chunk, 1):
+                if i in grades:
+                    out.append(Judgment(qid, d, grades[i], None, c.text, self.template.id, OK))
+                else:
+                    out.append(self._default(qid, d, c.text, self.template.id, failed=False))
+        return out
+
+
+class PairwiseJudge(Judge):
+    """Grades from pairwise preferences. Pairs per query: all pairs when there are at most ``max_pairs``, else each
+    product against ``opponents`` others drawn with a generator seeded by (seed, qid); which product is shown first
+    is drawn too. A product's score is (wins + 0.5 * undecided) / comparisons, its label the nearest step of the label
+    scale (score 0 -> lowest label, 1 -> highest); its confidence the share of its comparisons that were decided.
+    A product never compared (a one-product query) gets the counted default label ("no_opponent")."""
+
+    kind = "pairwise"
+
+    def __init__(self, llm: Any, dataset: Any, *, template: Any = "pairwise_compare", allow_neither: bool = False,
+                 both_orders: bool = False, opponents: int = 4, max_pairs: int = 45, seed: int = 0, **kw: Any):
+        super().__init__(llm, dataset, **kw)
+        from superb.transformers.comparator import PairwiseComparator
+
+        self.template = load_template(template)
+        self.comparator = PairwiseComparator(llm, self.template, self.text.fields, allow_neither=allow_neither,
+                                             both_orders=both_orders, tag=self.tag)
+        self.opponents, self.max_pairs, self.seed = int(opponents), int(max_pairs), int(seed)
+
+    def template_ids(self) -> dict[str, str]:
+        return {"compare": self.template.id}
+
+    def pairs(self, qid: str, docnos: Sequence[str]) -> list[tuple[str, str]]:
+        docs = list(docnos)
+        rng = random.Random((self.seed << 32) ^ zlib.crc32(qid.encode()))
+        every = [(a, b) for i, a in enumerate(docs) for b in docs[i + 1:]]
+        if len(every) <= self.max_pairs:
+            chosen = every
+        else:
+            seen: set[frozenset] = set()
+            chosen = []
+            for a in docs:
+                for b in rng.sample([d for d in docs if d != a], min(self.opponents, len(docs) - 1)):
+                    if frozenset((a, b)) not in seen:
+                        seen.add(frozenset((a, b)))
+                        chosen.append((a, b))
+        return [(a, b) if rng.random() < 0.5 else (b, a) for a, b in chosen]
+
+    async def ajudge_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Judgment]:
+        pairs = self.pairs(qid, docnos)
+        docs = {d: self.dataset.doc(d) for d in docnos}
+        decisions = await asyncio.gather(*(self.comparator.compare(query, docs[a], docs[b]) for a, b in pairs))
+        self.stats["calls"] = self.comparator.stats["calls"]
+        tally = {d: Counter() for d in docnos}
+        raws: dict[str, list[str]] = {d: [] for d in docnos}
+        for (a, b), dec in zip(pairs, decisions):
+            for d in (a, b):
+                tally[d]["compared"] += 1
+                raws[d].append(" | ".join(dec.raw))
+            if dec.winner is None:
+                tally[a]["undecided"] += 1
+                tally[b]["undecided"] += 1
+            else:
+                tally[a if dec.winner == "A" else b]["wins"] += 1
+        out = []
+        for d in docnos:
+            t = tally[d]
+            if not t["compared"]:
+                self.stats["no_opponent"] += 1
+                self.stats["default_labels"] += 1
+                out.append(Judgment(qid, d, self.default_label, None, "", self.template.id, DEFAULT))
+                continue
+            score = (t["wins"] + 0.5 * t["undecided"]) / t["compared"]
+            label = self.labels[round(score * (len(self.labels) - 1))]
+            confidence = 1.0 - t["undecided"] / t["compared"]
+            out.append(Judgment(qid, d, label, confidence, " || ".join(raws[d]), self.template.id, OK))
+        return out
+
+
+JUDGES = {c.kind: c for c in (PointwiseJudge, DeliberatedJudge, ListwiseJudge, PairwiseJudge)}
+_COMMON = ("type", "fields", "max_tokens", "default_label", "template")
+_EXTRA = {"pointwise": (), "deliberated": ("ideal_template", "ideal_max_tokens"), "listwise": ("window",),
+          "pairwise": ("allow_neither", "both_orders", "opponents", "max_pairs", "seed")}
+
+
+def build_judge(options: dict, *, llm: Any, dataset: Any, path: str = "judge") -> Judge:
+    """A judge from a spec table ``{type, fields, ...}``; unknown types/keys raise SpecError naming ``path.key``."""
+    if not isinstance(options, dict):
+        raise SpecError(path, f"expected a table, found {type(options).__name__}")
+    kind = options.get("type")
+    if kind not in JUDGES:
+        raise SpecError(f"{path}.type", f"unknown judge type {kind!r}; choose one of {sorted(JUDGES)}")
+    allowed = _COMMON + _EXTRA[kind]
+    for key in options:
+        if key not in allowed:
+            raise SpecError(f"{path}.{key}", f"unknown option for a {kind} judge; allowed keys: {sorted(allowed)}")
+    kw = {k: v for k, v in options.items() if k != "type"}
+    fields = kw.get("fields", ["title"])
+    if isinstance(fields, str) or not isinstance(fields, (list, tuple)) or not fields \
+            or not all(isinstance(f, str) for f in fields):
+        raise SpecError(f"{path}.fields", f"expected a non-empty list of field names, found {fields!r}")
+    for key in ("max_tokens", "default_label", "window", "opponents", "max_pairs", "seed", "ideal_max_tokens"):
+        if key in kw and (not isinstance(kw[key], int) or isinstance(kw[key], bool)):
+            raise SpecError(f"{path}.{key}", f"expected an integer, found {kw[key]!r}")
+    for key in ("allow_neither", "both_orders"):
+        if key in kw and not isinstance(kw[key], bool):
+            raise SpecError(f"{path}.{key}", f"expected true or false, found {kw[key]!r}")
+    try:
+        return JUDGES[kind](llm, dataset, **kw)
+    except SpecError as err:
+        raise SpecError(f"{path}.{err.path}", str(err).split(": ", 1)[-1]) from None
+    except ValueError as err:
+        raise SpecError(path, str(err)) from None

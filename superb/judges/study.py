@@ -1,0 +1,119 @@
+"""Do the labels change the conclusions? The same runs evaluated under two sets of qrels (e.g. human labels and an
+LLM judge's labels): how far the ordering of systems agrees (Kendall's tau per measure) and which significance
+verdicts against a baseline flip.
+
+Both evaluations use ONE topic set: by default the queries judged in both qrels, so that a difference comes from the
+labels and not from the queries. Documents a qrels set does not label count as non-relevant (the usual TREC rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class LabelStudy:
+    perquery: pd.DataFrame  # labels, system, qid, measure, value
+    tables: dict[str, pd.DataFrame]  # labels name -> superb.eval.report.compare table
+    tau: pd.DataFrame  # measure, n_systems, tau, p, discordant_pairs, order_<a>, order_<b>
+    flips: pd.DataFrame  # system, baseline, measure, verdict_<a>, verdict_<b>, p_corrected_<a>, p_corrected_<b>
+    names: tuple[str, str]
+    queries: list[str]
+
+
+def common_queries(qrels_a: pd.DataFrame, qrels_b: pd.DataFrame) -> list[str]:
+    both = set(qrels_a["qid"].astype(str)) & set(qrels_b["qid"].astype(str))
+    if not both:
+        raise ValueError("the two qrels share no query: nothing to compare (check that both use the same qids)")
+    return sorted(both)
+
+
+def evaluate_under(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, measures, queries: Sequence[str],
+                   *, condensed: bool = False) -> pd.DataFrame:
+    """Per-query values of every run under one qrels set: DataFrame[system, qid, measure, value]."""
+    from superb.eval.evaluate import per_query
+
+    frames = []
+    for system, run in runs.items():
+        pq = per_query(run, qrels, measures, condensed=condensed, queries=list(queries))
+        frames.append(pq.assign(system=system))
+    return pd.concat(frames, ignore_index=True)[["system", "qid", "measure", "value"]]
+
+
+def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Sequence[str] = ("a", "b")
+                      ) -> pd.DataFrame:
+    """Kendall's tau-b between the system orderings (by mean per measure) under two evaluations of the same systems.
+    NaN (and p NaN) when fewer than two systems or all means tie. ``discordant_pairs`` counts system pairs ordered
+    the other way round (ties on one side only are not counted as discordant)."""
+    from scipy.stats import kendalltau
+
+    a_name, b_name = names
+    mean_a = perquery_a.groupby(["measure", "system"], sort=False)["value"].mean()
+    mean_b = perquery_b.groupby(["measure", "system"], sort=False)["value"].mean()
+    rows = []
+    for measure in pd.unique(perquery_a["measure"]):
+        sa = mean_a.loc[measure]
+        if measure not in mean_b.index.get_level_values(0):
+            raise ValueError(f"measure {measure!r} is missing from the second evaluation")
+        sb = mean_b.loc[measure].reindex(sa.index)
+        if sb.isna().any():
+            raise ValueError(f"{measure}: systems {list(sb.index[sb.isna()])} are missing from the second evaluation")
+        if len(sa) >= 2 and sa.nunique() > 1 and sb.nunique() > 1:
+            tau, p = kendalltau(sa.to_numpy(), sb.to_numpy())
+        else:
+            tau, p = np.nan, np.nan
+        x, y = sa.to_numpy(), sb.to_numpy()
+        discordant = sum(1 for i in range(len(x)) for j in range(i + 1, len(x))
+                         if (x[i] - x[j]) * (y[i] - y[j]) < 0)
+        rows.append({"measure": measure, "n_systems": len(sa), "tau": float(tau), "p": float(p),
+                     "discordant_pairs": discordant,
+                     f"order_{a_name}": " > ".join(sa.sort_values(ascending=False, kind="stable").index),
+                     f"order_{b_name}": " > ".join(sb.sort_values(ascending=False, kind="stable").index)})
+    return pd.DataFrame(rows)
+
+
+def verdict_flips(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[str] = ("a", "b"),
+                  only_flips: bool = True) -> pd.DataFrame:
+    """Rows of two superb.eval.report.compare tables (same systems and measures) whose verdicts differ
+    ("better", "worse", "n.s.", "untested"); rows without a baseline are skipped. ``only_flips=False`` keeps all."""
+    a_name, b_name = names
+    keys = ["system", "measure"]
+    merged = table_a[keys + ["baseline", "verdict", "p_corrected", "delta"]].merge(
+        table_b[keys + ["verdict", "p_corrected", "delta"]], on=keys, how="outer",
+        suffixes=(f"_{a_name}", f"_{b_name}"), indicator=True)
+    unmatched = merged[merged["_merge"] != "both"]
+    if len(unmatched):
+        raise ValueError(f"the two tables differ in (system, measure) rows, e.g. {unmatched[keys].head(3).values.tolist()}")
+    merged = merged[merged["baseline"].notna()].drop(columns="_merge")
+    if only_flips:
+        merged = merged[merged[f"verdict_{a_name}"] != merged[f"verdict_{b_name}"]]
+    return merged.reset_index(drop=True)
+
+
+def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b: pd.DataFrame, measures,
+                baselines: Mapping[str, str | None], *, names: Sequence[str] = ("human", "judge"),
+                queries: Sequence[str] | None = None, condensed: bool = False, test: str = "t",
+                correction: str = "holm", alpha: float = 0.05, seed: int = 0) -> LabelStudy:
+    """Evaluate ``runs`` (system -> run frame) under both qrels on one topic set (default: queries judged in both),
+    test each system against ``baselines[system]`` under each, and compare orderings and verdicts."""
+    from superb.eval.report import compare
+
+    if len(names) != 2 or names[0] == names[1]:
+        raise ValueError(f"names must be two different labels for the qrels sets, got {list(names)}")
+    if not runs:
+        raise ValueError("no runs given: a label study compares at least two systems")
+    topic = sorted(str(q) for q in queries) if queries is not None else common_queries(qrels_a, qrels_b)
+    pq_a = evaluate_under(runs, qrels_a, measures, topic, condensed=condensed)
+    pq_b = evaluate_under(runs, qrels_b, measures, topic, condensed=condensed)
+    order = list(runs)
+    tables = {name: compare(pq, baselines, test=test, correction=correction, alpha=alpha, order=order, seed=seed)
+              for name, pq in zip(names, (pq_a, pq_b))}
+    perquery = pd.concat([pq_a.assign(labels=names[0]), pq_b.assign(labels=names[1])], ignore_index=True)
+    return LabelStudy(perquery=perquery[["labels", "system", "qid", "measure", "value"]], tables=tables,
+                      tau=ranking_agreement(pq_a, pq_b, names),
+                      flips=verdict_flips(tables[names[0]], tables[names[1]], names), names=tuple(names),
+                      queries=topic)
