@@ -75,7 +75,7 @@ class FirstStage(pt.Transformer):
 
     def _queries(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, extra_columns=["query"])
-        queries = inp.drop(columns=[c for c in _RESULT_COLUMNS if c in inp.columns])
+        queries = inp
         repeated = queries["qid"][queries["qid"].duplicated()]
         if len(repeated):
             raise ValueError(
