@@ -70,6 +70,7 @@ class LLMReranker(_TransformerBase):
     """Reranks the top ``top_k`` candidates of each query with ``score``; see the module docstring for the contract."""
 
     type_name = "llm"  # the spec's `type`; subclasses override
+    needs_text = True  # False for rerankers that never read product text (Candidates.texts are then "")
 
     def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20, tag: str = ""):
         if top_k is not None and int(top_k) < 1:
@@ -120,7 +121,7 @@ class LLMReranker(_TransformerBase):
             out = inp.copy()
             out["llm_score"] = pd.Series(index=out.index, dtype="float64")
             return pt.model.add_ranks(out)
-        if self.text is None and "text" not in inp.columns:
+        if self.needs_text and self.text is None and "text" not in inp.columns:
             raise ValueError(
                 f"{type(self).__name__}: no product text: pass text=ProductText(dataset, ...) or give the input "
                 f"frame a 'text' column (found columns {list(inp.columns)})"
@@ -144,7 +145,9 @@ class LLMReranker(_TransformerBase):
 
     def _candidates(self, head: pd.DataFrame) -> Candidates:
         docnos = tuple(str(d) for d in head["docno"])
-        if "text" in head.columns and self.text is None:
+        if not self.needs_text:
+            texts = ("",) * len(docnos)
+        elif "text" in head.columns and self.text is None:
             texts = tuple("" if t is None else str(t) for t in head["text"])
         else:
             texts = tuple(self.text.get(d, self.stats) for d in docnos)
@@ -243,6 +246,11 @@ COMMON_OPTIONS: dict[str, Opt] = {
     "fields": Opt(("title",), str_list),  # product fields shown to the model
     "max_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4), NOT generation length
 }
+
+
+def spec_error(path: str, error: ValueError) -> SpecError:
+    """A constructor's ValueError as a SpecError at ``path`` (SpecErrors pass through)."""
+    return error if isinstance(error, SpecError) else SpecError(path, str(error))
 
 
 def require_llm(context: Any, path: str) -> Any:

@@ -1,0 +1,140 @@
+"""Deliberated pointwise reranking (SUPERB): first the ideal product's attributes, then each product against them.
+
+Per query, ONE call writes the attributes the ideal product for the query would have (template
+``deliberated_attributes``); the text is kept in memory per query string and shared by all products of the query
+(and the client's response cache keeps it across runs). Then every product gets one call that grades it 0..3
+against those attributes (``deliberated_label``: instructions, query, attributes, then the product, so the prompt
+cache reuses everything but the product).
+
+Score = grade + confidence / 2, so the grade decides and the confidence only orders products within a grade;
+ties that remain keep the first-stage order. ``confidence``:
+
+- ``"logprobs"`` (default): grade = the most probable of "0".."3" at the first generated position offering them,
+  confidence = its renormalised probability. Without logprobs: the grade parsed from the text, confidence 0
+  (``fallback_parsed_label``).
+- ``"stated"``: the model is asked for "Grade: g, Confidence: c%" (``deliberated_label_confidence``) and both are
+  parsed from the text; a missing confidence counts ``confidence_missing`` and is taken as 0.
+
+Counted fallbacks: ``fallback_attributes_failed`` (the attribute call failed or was empty: products are graded
+against "(no attributes available)"), ``fallback_failed_call`` / ``fallback_unparsed`` (grade 0, confidence 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Mapping
+
+from superb.llm.types import ChatRequest, Completion
+from superb.transformers.base import (
+    COMMON_OPTIONS,
+    Candidates,
+    LLMReranker,
+    Opt,
+    one_of,
+    positive_int,
+    product_text,
+    read_options,
+    require_llm,
+    spec_error,
+)
+from superb.transformers.parsing import LABEL_TOKENS, first_distribution, parse_confidence, parse_label
+
+NO_ATTRIBUTES = "(no attributes available)"
+CONFIDENCE_MODES = ("logprobs", "stated")
+
+
+class DeliberatedReranker(LLMReranker):
+    type_name = "deliberated"
+
+    def __init__(self, llm: Any, *, confidence: str = "logprobs", attribute_tokens: int = 160, **kw: Any):
+        super().__init__(llm, **kw)
+        if confidence not in CONFIDENCE_MODES:
+            raise ValueError(f"DeliberatedReranker: confidence must be one of {list(CONFIDENCE_MODES)}, "
+                             f"got {confidence!r}")
+        from superb.llm.prompts import load_template
+
+        self.confidence = confidence
+        self.attribute_tokens = int(attribute_tokens)
+        self.attributes_template = load_template("deliberated_attributes")
+        self.label_template = load_template(
+            "deliberated_label" if confidence == "logprobs" else "deliberated_label_confidence")
+        self.attributes: dict[str, str] = {}  # query text -> generated ideal-product attributes
+        self._pending: dict[str, asyncio.Future] = {}
+
+    def __repr__(self) -> str:
+        return f"DeliberatedReranker(confidence={self.confidence!r}, top_k={self.top_k}, text={self.text!r})"
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "DeliberatedReranker":
+        schema = dict(COMMON_OPTIONS)
+        schema.update(confidence=Opt("logprobs", one_of(*CONFIDENCE_MODES)),
+                      attribute_tokens=Opt(160, positive_int))
+        opts = read_options(options, path, schema)
+        try:
+            return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
+                       confidence=opts["confidence"], attribute_tokens=opts["attribute_tokens"], tag=path)
+        except ValueError as e:
+            raise spec_error(path, e) from e
+
+    # ---- step 1: the ideal product ------------------------------------------------------------------------------
+    def attributes_request(self, query: str) -> ChatRequest:
+        return ChatRequest.chat(None, self.attributes_template.render(query=query),
+                                template=self.attributes_template.id, max_tokens=self.attribute_tokens,
+                                tag=self.tag)
+
+    async def ideal_attributes(self, query: str) -> str:
+        """The attributes text for ``query``: generated once, then reused (also by concurrent callers)."""
+        if query in self.attributes:
+            return self.attributes[query]
+        if query in self._pending:  # another query id with the same text is generating it right now
+            return await asyncio.shield(self._pending[query])
+        future = asyncio.get_running_loop().create_future()
+        self._pending[query] = future
+        try:
+            comp = await self.complete(self.attributes_request(query))
+            text = "" if comp.failed else comp.text.strip()
+            if not text:
+                self.stats["fallback_attributes_failed"] += 1
+                text = NO_ATTRIBUTES
+            self.attributes[query] = text
+            future.set_result(text)
+            return text
+        finally:
+            del self._pending[query]
+
+    # ---- step 2: each product against them ------------------------------------------------------------------------
+    def label_request(self, query: str, attributes: str, product: str) -> ChatRequest:
+        prompt = self.label_template.render(query=query, attributes=attributes, product=product)
+        if self.confidence == "logprobs":
+            return ChatRequest.chat(None, prompt, template=self.label_template.id, max_tokens=2, logprobs=True,
+                                    top_logprobs=10, tag=self.tag)
+        return ChatRequest.chat(None, prompt, template=self.label_template.id, max_tokens=16, tag=self.tag)
+
+    async def score(self, cands: Candidates) -> list[float]:
+        attributes = await self.ideal_attributes(cands.query)
+        comps = await asyncio.gather(*(self.complete(self.label_request(cands.query, attributes, t))
+                                       for t in cands.texts))
+        return [label + confidence / 2.0 for label, confidence in map(self.read, comps)]
+
+    def read(self, comp: Completion) -> tuple[int, float]:
+        """(grade, confidence) of one completion, with counted fallbacks."""
+        if comp.failed:
+            self.stats["fallback_failed_call"] += 1
+            return 0, 0.0
+        if self.confidence == "logprobs":
+            dist, _ = first_distribution(comp.logprobs, LABEL_TOKENS)
+            if dist is not None:
+                label = max(dist, key=lambda k: (dist[k], -k))  # most probable; a tie goes to the lower grade
+                return label, dist[label]
+        label = parse_label(comp.text)
+        if label is None:
+            self.stats["fallback_unparsed"] += 1
+            return 0, 0.0
+        if self.confidence == "logprobs":
+            self.stats["fallback_parsed_label"] += 1
+            return label, 0.0
+        stated = parse_confidence(comp.text)
+        if stated is None:
+            self.stats["confidence_missing"] += 1
+            return label, 0.0
+        return label, stated

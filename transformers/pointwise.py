@@ -1,0 +1,149 @@
+"""Pointwise LLM reranking: one call per (query, product), a score from the answer's probabilities.
+
+Variants (``variant``):
+
+- ``"best"``: the SUPERB four-level grade (3 Overall best, 2 Almost best, 1 Relevant but not the best, 0 Not
+  relevant). Score = expected grade under the model's probabilities over the tokens "0".."3" at the first generated
+  position that offers any of them (renormalised over those tokens), divided by 3 so it lies in [0, 1].
+- ``"yesno"``: binary relevance; score = P(yes) renormalised over {yes, no}.
+
+Templates (``template``): ``pointwise_best`` / ``pointwise_yesno`` (a shopper's view) and ``pointwise_best_product`` /
+``pointwise_yesno_product`` (is the product ITSELF what was searched for, not an accessory, case, cable or part).
+Every template puts the shared text (instructions, query) first and the product last, so that llama.cpp's prompt
+cache reuses the prefix across the products of a query.
+
+Fallbacks, each counted in ``stats``: no logprobs / no label token among them -> the label parsed from the text
+(``fallback_parsed_label``); nothing parseable -> score 0 (``fallback_unparsed``); a failed call -> score 0
+(``fallback_failed_call``). Score-0 products sink; ties keep the first-stage order.
+
+Fusion (``fusion`` = alpha): final = alpha * LLM score + (1 - alpha) * min-max normalised first-stage score of the
+query's top_k (all equal first-stage scores normalise to 0). alpha = 1 (default) is the pure LLM score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Mapping, Sequence
+
+from superb.llm.types import ChatRequest, Completion
+from superb.transformers.base import (
+    COMMON_OPTIONS,
+    Candidates,
+    LLMReranker,
+    Opt,
+    one_of,
+    positive_int,
+    product_text,
+    read_options,
+    require_llm,
+    spec_error,
+    unit_float,
+)
+from superb.transformers.parsing import (
+    LABEL_TOKENS,
+    YES_NO_TOKENS,
+    first_distribution,
+    parse_label,
+    parse_yes_no,
+)
+
+VARIANTS = ("best", "yesno")
+TEMPLATES = {
+    "best": ("pointwise_best", "pointwise_best_product"),
+    "yesno": ("pointwise_yesno", "pointwise_yesno_product"),
+}
+TOP_LOGPROBS = 10
+
+
+def minmax(values: Sequence[float]) -> list[float]:
+    """Min-max normalise to [0, 1]; a constant list maps to zeros."""
+    lo, hi = min(values), max(values)
+    if hi <= lo:
+        return [0.0] * len(values)
+    return [(v - lo) / (hi - lo) for v in values]
+
+
+def fuse(llm_scores: Sequence[float], prior_scores: Sequence[float], alpha: float) -> list[float]:
+    """alpha * LLM score + (1 - alpha) * min-max normalised first-stage score (per query)."""
+    if alpha >= 1.0:
+        return [float(s) for s in llm_scores]
+    prior = minmax(prior_scores)
+    return [alpha * s + (1.0 - alpha) * p for s, p in zip(llm_scores, prior)]
+
+
+class PointwiseReranker(LLMReranker):
+    type_name = "pointwise"
+
+    def __init__(self, llm: Any, *, variant: str = "best", template: str | None = None, fusion: float = 1.0,
+                 max_new_tokens: int = 2, **kw: Any):
+        super().__init__(llm, **kw)
+        if variant not in VARIANTS:
+            raise ValueError(f"PointwiseReranker: variant must be one of {list(VARIANTS)}, got {variant!r}")
+        template = template or TEMPLATES[variant][0]
+        if not template.startswith(f"pointwise_{variant}"):
+            raise ValueError(f"PointwiseReranker: template {template!r} does not answer variant {variant!r}; "
+                             f"use one of {list(TEMPLATES[variant])} (or a pointwise_{variant}* template of your own)")
+        if not 0.0 <= fusion <= 1.0:
+            raise ValueError(f"PointwiseReranker: fusion alpha must be in [0, 1], got {fusion!r}")
+        from superb.llm.prompts import load_template
+
+        self.variant = variant
+        self.template = load_template(template)
+        self.fusion = float(fusion)
+        self.max_new_tokens = int(max_new_tokens)
+
+    def __repr__(self) -> str:
+        return (f"PointwiseReranker(variant={self.variant!r}, template={self.template.id!r}, fusion={self.fusion}, "
+                f"top_k={self.top_k}, text={self.text!r})")
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "PointwiseReranker":
+        schema = dict(COMMON_OPTIONS)
+        schema.update(
+            variant=Opt("best", one_of(*VARIANTS)),
+            template=Opt(None, one_of(*TEMPLATES["best"], *TEMPLATES["yesno"])),
+            fusion=Opt(1.0, unit_float),
+            max_new_tokens=Opt(2, positive_int),
+        )
+        opts = read_options(options, path, schema)
+        try:
+            return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
+                       variant=opts["variant"], template=opts["template"], fusion=opts["fusion"],
+                       max_new_tokens=opts["max_new_tokens"], tag=path)
+        except ValueError as e:
+            raise spec_error(path, e) from e
+
+    def request(self, query: str, product: str) -> ChatRequest:
+        prompt = self.template.render(query=query, product=product)
+        return ChatRequest.chat(None, prompt, template=self.template.id, max_tokens=self.max_new_tokens,
+                                logprobs=True, top_logprobs=TOP_LOGPROBS, tag=self.tag)
+
+    async def score(self, cands: Candidates) -> list[float]:
+        comps = await asyncio.gather(*(self.complete(self.request(cands.query, t)) for t in cands.texts))
+        return fuse([self.read(c) for c in comps], cands.prior_scores, self.fusion)
+
+    def read(self, comp: Completion) -> float:
+        """The LLM score in [0, 1] of one completion (with counted fallbacks)."""
+        if comp.failed:
+            self.stats["fallback_failed_call"] += 1
+            return 0.0
+        vocab = LABEL_TOKENS if self.variant == "best" else YES_NO_TOKENS
+        dist, at = first_distribution(comp.logprobs, vocab)
+        if dist is not None:
+            if at > 0:
+                self.stats["label_after_first_token"] += 1
+            if self.variant == "best":
+                return sum(label * p for label, p in dist.items()) / 3.0
+            return dist.get(True, 0.0)
+        if self.variant == "best":
+            label = parse_label(comp.text)
+            value = None if label is None else label / 3.0
+        else:
+            answer = parse_yes_no(comp.text)
+            value = None if answer is None else float(answer)
+        if value is None:
+            self.stats["fallback_unparsed"] += 1
+            return 0.0
+        self.stats["fallback_parsed_label"] += 1
+        return value
+
