@@ -1,0 +1,110 @@
+"""Controls for reranking experiments: a seeded shuffle of the first-stage order, and a random reranker.
+
+- ``Shuffle(seed, top_k=None)``: permutes each query's list (only its top ``top_k`` when given, so that a reranker
+  with the same top_k sees the same candidates in another order; the rest stays below). The permuted order becomes
+  the input order of what follows: ``score`` is rewritten to n - position and ``rank`` follows. Used for the
+  order-sensitivity study (SUPERB: listwise reranking suffers badly from a shuffled input).
+- ``RandomReranker(seed, top_k=20)``: an LLMReranker that scores the top_k at random: the floor any reranker must
+  beat.
+
+Both draw from a generator seeded by (seed, qid) (crc32 of the qid, not Python's salted hash), so results do not
+depend on the order or subset of queries in the frame.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from superb.transformers.base import (
+    Candidates,
+    LLMReranker,
+    Opt,
+    non_negative_int,
+    positive_int,
+    read_options,
+    spec_error,
+)
+
+try:
+    import pyterrier as pt
+
+    _TransformerBase = pt.Transformer
+except ImportError:  # pragma: no cover - python-terrier is a core dependency
+    pt = None
+    _TransformerBase = object
+
+
+def query_rng(seed: int, qid: str) -> np.random.Generator:
+    """A generator determined by the run seed and the query id only."""
+    return np.random.default_rng([int(seed), zlib.crc32(str(qid).encode("utf-8"))])
+
+
+def _optional_positive_int(value: Any, path: str) -> int | None:
+    return None if value is None else positive_int(value, path)
+
+
+class Shuffle(_TransformerBase):
+    type_name = "shuffle"
+
+    def __init__(self, seed: int = 0, top_k: int | None = None):
+        if top_k is not None and int(top_k) < 1:
+            raise ValueError(f"Shuffle: top_k must be >= 1 or None (the whole list), got {top_k!r}")
+        self.seed = int(seed)
+        self.top_k = None if top_k is None else int(top_k)
+        self.stats: Counter = Counter()  # queries, moved (documents not at their prior place)
+
+    def __repr__(self) -> str:
+        return f"Shuffle(seed={self.seed}, top_k={self.top_k})"
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "Shuffle":
+        schema = {"seed": Opt(getattr(context, "seed", 0), non_negative_int),
+                  "top_k": Opt(None, _optional_positive_int)}
+        opts = read_options(options, path, schema)
+        try:
+            return cls(seed=opts["seed"], top_k=opts["top_k"])
+        except ValueError as e:
+            raise spec_error(path, e) from e
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "docno", "score"], context=self)
+        if len(inp) == 0:
+            return pt.model.add_ranks(inp.copy())
+        parts = []
+        for qid, group in inp.groupby("qid", sort=False):
+            group = LLMReranker._prior_order(group)
+            k = len(group) if self.top_k is None else min(self.top_k, len(group))
+            perm = query_rng(self.seed, qid).permutation(k)
+            out = pd.concat([group.iloc[perm], group.iloc[k:]])
+            out["score"] = np.arange(len(out), 0, -1, dtype="float64")
+            self.stats["queries"] += 1
+            self.stats["moved"] += int((perm != np.arange(k)).sum())
+            parts.append(out)
+        return pt.model.add_ranks(pd.concat(parts))
+
+
+class RandomReranker(LLMReranker):
+    type_name = "random"
+    needs_text = False
+
+    def __init__(self, seed: int = 0, top_k: int | None = 20, **kw: Any):
+        super().__init__(None, top_k=top_k, **kw)
+        self.seed = int(seed)
+
+    def __repr__(self) -> str:
+        return f"RandomReranker(seed={self.seed}, top_k={self.top_k})"
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "RandomReranker":
+        schema = {"seed": Opt(getattr(context, "seed", 0), non_negative_int), "top_k": Opt(20, positive_int)}
+        opts = read_options(options, path, schema)
+        return cls(seed=opts["seed"], top_k=opts["top_k"], tag=path)
+
+    async def score(self, cands: Candidates) -> list[float]:
+        return [float(x) for x in query_rng(self.seed, cands.qid).random(len(cands))]
+

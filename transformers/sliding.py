@@ -1,0 +1,71 @@
+"""Sliding-window listwise reranking over a longer list (SUPERB Table 5: top 100, windows of 20, step 10).
+
+A window of ``window`` candidates moves from the bottom of the top_k list to the top by ``step``; each window is
+one listwise call (``ListwiseReranker.rank_window``) and its order is written back before the next window, so
+good products can climb from the bottom to the top in one pass. The last window is clamped at the top of the list.
+Calls per query and pass: ``window_starts(k, window, step)`` has ceil((k - window) / step) + 1 entries (one when
+k <= window). ``passes`` repeats the sweep. The windows of one query run in sequence (one coroutine per query);
+different queries run concurrently.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from superb.errors import SpecError
+from superb.transformers.base import Candidates, Opt, positive_int, scores_from_order
+from superb.transformers.listwise import ListwiseReranker
+
+
+def window_starts(k: int, window: int, step: int) -> list[int]:
+    """Start positions of the windows over a list of k, bottom first: k-w, k-w-s, ..., clamped at 0 last."""
+    if k <= window:
+        return [0] if k > 0 else []
+    n = math.ceil((k - window) / step) + 1
+    return [max(k - window - j * step, 0) for j in range(n)]
+
+
+class SlidingWindowReranker(ListwiseReranker):
+    type_name = "sliding"
+
+    def __init__(self, llm: Any, *, window: int = 20, step: int = 10, passes: int = 1, top_k: int | None = 100,
+                 **kw: Any):
+        super().__init__(llm, top_k=top_k, **kw)
+        if window < 2:
+            raise ValueError(f"SlidingWindowReranker: window must be >= 2, got {window}")
+        if not 1 <= step <= window:
+            raise ValueError(f"SlidingWindowReranker: step must be between 1 and window ({window}), got {step}; "
+                             "a step larger than the window would skip candidates")
+        if passes < 1:
+            raise ValueError(f"SlidingWindowReranker: passes must be >= 1, got {passes}")
+        self.window, self.step, self.passes = int(window), int(step), int(passes)
+
+    def __repr__(self) -> str:
+        return (f"SlidingWindowReranker(window={self.window}, step={self.step}, passes={self.passes}, "
+                f"top_k={self.top_k}, text={self.text!r})")
+
+    @classmethod
+    def spec_schema(cls) -> dict[str, Opt]:
+        schema = super().spec_schema()
+        schema.update(top_k=Opt(100, positive_int), window=Opt(20, positive_int), step=Opt(10, positive_int),
+                      passes=Opt(1, positive_int))
+        return schema
+
+    @classmethod
+    def check_options(cls, opts: dict[str, Any], path: str) -> None:
+        if opts["window"] < 2:
+            raise SpecError(f"{path}.window", f"must be >= 2, got {opts['window']}")
+        if opts["step"] > opts["window"]:
+            raise SpecError(f"{path}.step", f"must be <= window ({opts['window']}), got {opts['step']}; a larger "
+                                            "step would skip candidates")
+
+    async def score(self, cands: Candidates) -> list[float]:
+        order = list(range(len(cands)))  # positions into cands, current best first
+        for _ in range(self.passes):
+            for start in window_starts(len(order), self.window, self.step):
+                part = order[start:start + self.window]
+                self.stats["windows"] += 1
+                local = await self.rank_window(cands.query, [cands.texts[i] for i in part])
+                order[start:start + len(part)] = [part[i] for i in local]
+        return scores_from_order(order)
