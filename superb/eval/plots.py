@@ -53,6 +53,7 @@ def cost_plot(points: pd.DataFrame, path, *, measure_label: str = "nDCG@10") -> 
             for xi, yi, name in zip(x, y, points["system"].astype(str)):
                 ax.annotate(name, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
             ax.set_xlabel(label)
+            ax.margins(x=0.25, y=0.12)  # room for the labels
             ax.grid(True, alpha=0.3)
         axes[0].set_ylabel(measure_label)
         fig.suptitle(f"{measure_label} against LLM cost")
