@@ -56,6 +56,7 @@ def test_files_are_cached_and_verified(home, chorus):
         assert sha256_file(cached) == pinned.sha256
     prov = chorus.provenance()
     assert "querqy/chorus@96edf8b536e521be06cab910e0f6a9b25e3016fc" in prov["source"] and "Icecat" in prov["source"]
+    assert chorus.fingerprint() == load_dataset({"name": "chorus"}).fingerprint()
     by_name = {f["name"]: f for f in prov["files"]}
     assert by_name["Broad_Query_Set_rated.csv"]["sha256"].startswith("065b79c6")
     assert by_name["1.json.zip"]["url"] == ("https://raw.githubusercontent.com/querqy/chorus/96edf8b536e521be06cab910"

@@ -64,6 +64,12 @@ def test_esci_filters(tmp_path):
     whole = load_dataset({"name": "esci", "path": str(folder), "split": "all", "small_version": False,
                           "corpus": "locale"})
     assert len(whole.topics()) == 2 and "B99" in whole.docs_store()
+    # the fingerprint follows the data and options, not where the files are
+    before, other = train.fingerprint(), es.fingerprint()
+    moved = tmp_path / "moved"
+    folder.rename(moved)
+    again = load_dataset({"name": "esci", "path": str(moved), "split": "train", "small_version": False})
+    assert again.fingerprint() == before != other
 
 
 def test_esci_errors(tmp_path):

@@ -14,9 +14,13 @@ lazily, validates it, and counts what it had to handle:
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
@@ -34,6 +38,7 @@ class Dataset:
     labels: tuple[int, ...]
     label_names: Mapping[int, str]
     irds_id: str | None = None
+    location_options: tuple[str, ...] = ()  # options that only say where files are (left out of fingerprint())
 
     def __init__(self, *, name: str, fields: Iterable[str], rel_threshold: int, labels: Iterable[int],
                  label_names: Mapping[int, str], options: Mapping[str, Any] | None = None):
@@ -49,6 +54,7 @@ class Dataset:
         self._ratings: pd.DataFrame | None = None
         self._ratings_loaded = False
         self._counts: dict[str, int] = {}
+        self._provenance: dict | None = None
 
     # ---- hooks for loaders -------------------------------------------------------------------------------------
     def _load_docs(self) -> Iterable[dict]:
@@ -82,7 +88,7 @@ class Dataset:
                 store[docno] = doc
             self._counts["docs_empty_text"] = empty
             self._docs = store
-        return self._docs
+        return MappingProxyType(self._docs)
 
     def docs_iter(self) -> Iterator[dict]:
         for doc in self.docs_store().values():
@@ -151,20 +157,32 @@ class Dataset:
             "docs": len(store),
             "queries": len(topics),
             "qrels": len(qrels),
-            "qrels_docno_not_in_corpus": int((~qrels["docno"].isin(store.keys())).sum()),
+            "qrels_docno_not_in_corpus": int((~qrels["docno"].isin(set(store))).sum()),
             "qrels_qid_not_in_topics": int((~qrels["qid"].isin(set(topics["qid"]))).sum()),
         }
         out.update(self._counts)
         return out
 
     def provenance(self) -> dict:
-        return {
-            "dataset": self.name,
-            **self._source(),
-            "options": dict(self.options),
-            "rel_threshold": self.rel_threshold,
-            "labels": {label: self.label_names.get(label, "") for label in self.labels},
-        }
+        """source, files (name, sha256, bytes, url or path), loader options, label scale. Computed once."""
+        if self._provenance is None:
+            self._provenance = {
+                "dataset": self.name,
+                **self._source(),
+                "options": dict(self.options),
+                "rel_threshold": self.rel_threshold,
+                "labels": {label: self.label_names.get(label, "") for label in self.labels},
+            }
+        return copy.deepcopy(self._provenance)
+
+    def fingerprint(self) -> str:
+        """A short id of exactly this data: file checksums, loader options and fields (not where files live).
+        Indexes and caches built from the data set can key on it."""
+        prov = self.provenance()
+        options = {k: v for k, v in prov["options"].items() if k not in self.location_options}
+        key = {"dataset": prov["dataset"], "options": options, "fields": list(self.fields),
+               "files": sorted((f["name"], f["sha256"]) for f in prov["files"])}
+        return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, fields={self.fields})"

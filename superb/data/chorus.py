@@ -27,6 +27,7 @@ import pandas as pd
 
 from superb.data.base import Dataset, as_str, check_options, compose_text, sorted_query_ids
 from superb.data.fetch import PinnedFile, fetch
+from superb.errors import DataError
 
 COMMIT = "96edf8b536e521be06cab910e0f6a9b25e3016fc"
 FOLDER = "chorus-icecat"  # sub-folder of the data dir and of SUPERB_DATA_MIRROR
@@ -106,6 +107,7 @@ class ChorusDataset(Dataset):
         super().__init__(name="chorus", fields=FIELDS, rel_threshold=2, labels=(0, 1, 2, 3),
                          label_names=LABEL_NAMES, options=options)
         self._qid_of: dict[str, str] | None = None
+        self._rated_frame: pd.DataFrame | None = None
 
     def _load_docs(self) -> Iterator[dict]:
         names: dict[str, tuple[str, str] | None] = {}
@@ -121,10 +123,11 @@ class ChorusDataset(Dataset):
         self._counts["docs_without_description"] = no_description
 
     def _rated(self) -> pd.DataFrame:
-        frame = pd.read_csv(fetch(RATED_FILE, FOLDER), dtype={"query": str, "docid": str})
-        if self._qid_of is None:
+        if self._rated_frame is None:
+            frame = pd.read_csv(fetch(RATED_FILE, FOLDER), dtype={"query": str, "docid": str})
             self._qid_of = sorted_query_ids(frame["query"].str.strip())
-        return frame
+            self._rated_frame = frame
+        return self._rated_frame
 
     def _load_topics(self) -> pd.DataFrame:
         self._rated()
@@ -141,6 +144,9 @@ class ChorusDataset(Dataset):
     def _load_ratings(self) -> pd.DataFrame:
         self._rated()
         frame = pd.read_csv(fetch(RATINGS_FILE, FOLDER), dtype={"query": str, "docid": str})
+        unknown = set(frame["query"].str.strip()) - set(self._qid_of)
+        if unknown:
+            raise DataError(f"{RATINGS_FILE.name}: queries {sorted(unknown)[:5]} are not in {RATED_FILE.name}")
         return pd.DataFrame({
             "qid": frame["query"].str.strip().map(self._qid_of),
             "docno": frame["docid"].str.strip(),

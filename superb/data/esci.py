@@ -48,7 +48,10 @@ def _choice(config: Mapping[str, Any], key: str, allowed: tuple, default: Any, p
 
 
 class EsciDataset(Dataset):
-    def __init__(self, examples_file: Path, products_file: Path, *, locale: str, split: str, small_version: bool, corpus: str,
+    location_options = ("path",)
+
+    def __init__(self, examples_file: Path, products_file: Path, *, locale: str, split: str, small_version: bool,
+                 corpus: str,
                  options: Mapping[str, Any]):
         super().__init__(name="esci", fields=FIELDS, rel_threshold=3, labels=(0, 1, 2, 3),
                          label_names=LABEL_NAMES, options=options)

@@ -79,6 +79,8 @@ def read_trec_qrels(file: Path) -> pd.DataFrame:
 
 
 class LocalDataset(Dataset):
+    location_options = ("docs", "queries", "qrels")
+
     def __init__(self, files: Mapping[str, Path], *, fields: tuple[str, ...] | None,
                  text_fields: tuple[str, ...] | None, rel_threshold: int, labels: tuple[int, ...] | None,
                  options: Mapping[str, Any], path: str = "dataset"):
@@ -133,6 +135,7 @@ def load(config: Mapping[str, Any], path: str = "dataset") -> LocalDataset:
     labels = config.get("labels")
     if labels is not None and (not isinstance(labels, (list, tuple)) or not all(isinstance(x, int) for x in labels)):
         raise SpecError(f"{path}.labels", f"expected a list of integer labels, got {labels!r}")
-    return LocalDataset(files, fields=_str_tuple(config, "fields", path), text_fields=_str_tuple(config, "text_fields", path),
+    return LocalDataset(files, fields=_str_tuple(config, "fields", path),
+                        text_fields=_str_tuple(config, "text_fields", path),
                         rel_threshold=rel, labels=tuple(labels) if labels is not None else None,
                         options={k: v for k, v in config.items() if k != "name"}, path=path)

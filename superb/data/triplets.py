@@ -57,6 +57,8 @@ def read_triplets(file: Path) -> pd.DataFrame:
 
 
 class TripletsDataset(Dataset):
+    location_options = ("triplets", "products")
+
     def __init__(self, triplets_file: Path, products_file: Path, locale: str, options: Mapping[str, Any]):
         super().__init__(name="superb-triplets", fields=esci.FIELDS, rel_threshold=2, labels=(0, 1, 2, 3),
                          label_names=LABEL_NAMES, options=options)

@@ -46,6 +46,8 @@ def _features(raw: str) -> str:
 
 
 class WandsDataset(Dataset):
+    location_options = ("path",)
+
     def __init__(self, files: Mapping[str, Path], options: Mapping[str, Any]):
         super().__init__(name="wands", fields=FIELDS, rel_threshold=2, labels=(0, 1, 2),
                          label_names=LABEL_NAMES, options=options)
