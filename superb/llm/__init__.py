@@ -12,3 +12,6 @@ from superb.llm.config import LLMConfig  # noqa: F401
 from superb.llm.cache import ResponseCache, cache_key  # noqa: F401
 from superb.llm.usage import Usage  # noqa: F401
 from superb.llm.client import LLMClient  # noqa: F401
+from superb.llm.connect import describe, open_llm  # noqa: F401  (superb.llm.connect.connect -> (client, close))
+from superb.llm.dryrun import DryRunClient  # noqa: F401
+from superb.llm.prompts import Template, load_template  # noqa: F401

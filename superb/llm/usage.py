@@ -68,6 +68,10 @@ class Usage:
     def total(self) -> UsageRow:
         return self.row(None)
 
+    def totals(self) -> dict[str, float]:
+        """All counters summed over tags and models, as a plain dict."""
+        return asdict(self.total())
+
     def tags(self) -> list[str]:
         with self._lock:
             return sorted({t for t, _ in self._rows})
@@ -114,3 +118,11 @@ class Usage:
         t = self.total()
         return (f"Usage(calls={t.calls}, cache_hits={t.cache_hits}, failures={t.failures}, retries={t.retries}, "
                 f"prompt_tokens={t.prompt_tokens}, completion_tokens={t.completion_tokens})")
+
+
+def __getattr__(name: str):  # DryRunClient lives in dryrun.py (it needs the client base); importable from here too
+    if name == "DryRunClient":
+        from superb.llm.dryrun import DryRunClient
+
+        return DryRunClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,87 @@
+"""Open the LLM a config asks for: an external endpoint, or the embedded local model started on demand.
+
+    with open_llm(LLMConfig.from_spec(spec.llm)) as client:   # base_urls empty => embedded server
+        client.complete_many(requests)
+
+The client is the caller's for the duration; leaving the block closes the client, the cache and the server.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+from typing import Any, Callable, Iterator
+
+from superb import paths
+from superb.errors import SpecError
+from superb.llm.cache import ResponseCache
+from superb.llm.client import LLMClient
+from superb.llm.config import LLMConfig
+from superb.llm.usage import Usage
+
+
+def embedded_model_key(config: LLMConfig) -> str:
+    """Which embedded model a config means: llm.model when it names one ("qwen2.5-coder-1.5b"), else embedded_model."""
+    from superb.llm.model import ALIASES
+
+    if config.model is None or config.model_path:
+        return config.embedded_model
+    if config.model.lower() in ALIASES:
+        return ALIASES[config.model.lower()]
+    raise SpecError("llm.model", f"{config.model!r} is not an embedded model and llm.base_urls is empty. Set base_urls "
+                                 f"to an endpoint serving it, or use one of: {', '.join(sorted(ALIASES))}")
+
+
+def open_cache(config: LLMConfig) -> ResponseCache | None:
+    if config.cache == "off":
+        return None
+    return ResponseCache(config.cache_path or paths.llm_cache_path(), config.cache)
+
+
+def connect(config: LLMConfig, *, usage: Usage | None = None) -> tuple[LLMClient, Callable[[], None]]:
+    """(client, close): starts the embedded server when base_urls is empty. Call close() when done."""
+    stack = ExitStack()
+    try:
+        cache = open_cache(config)
+        if cache is not None:
+            stack.callback(cache.close)
+        info: dict[str, Any] = {"cache": None if cache is None else {"path": str(cache.path), "mode": cache.mode}}
+        if config.embedded:
+            from superb.llm.model import MODELS, resolve_model
+            from superb.llm.server import EmbeddedServer
+
+            key = embedded_model_key(config)
+            path = resolve_model(key, config.model_path)
+            alias = (config.model or path.stem) if (config.model_path or path.name != MODELS[key].filename) \
+                else MODELS[key].alias
+            server = stack.enter_context(EmbeddedServer(path, alias, n_ctx=config.n_ctx, n_parallel=config.n_parallel,
+                                                        threads=config.threads))
+            # Queue on the client rather than in the server, so queued requests do not run down their timeout.
+            config = config.with_(model=alias, base_urls=(server.base_url,),
+                                  concurrency=min(config.concurrency, config.n_parallel))
+            info.update(embedded=True, model_file=str(path), startup_s=round(server.startup_s or 0.0, 2),
+                        n_parallel=config.n_parallel, threads=config.threads, n_ctx=config.n_ctx)
+        else:
+            info.update(embedded=False)
+        client = LLMClient(config, cache=cache, usage=usage)
+        stack.callback(client.close)
+        client.info = {"model": config.model, "endpoints": list(config.base_urls), **info}
+    except BaseException:
+        stack.close()
+        raise
+    return client, stack.close
+
+
+@contextmanager
+def open_llm(config: LLMConfig | None = None, *, usage: Usage | None = None) -> Iterator[LLMClient]:
+    client, close = connect(config or LLMConfig(), usage=usage)
+    try:
+        yield client
+    finally:
+        close()
+
+
+def describe(client: Any) -> dict[str, Any]:
+    """What a results folder should record about the LLM: model, endpoints (no keys), cache, embedded file."""
+    info = dict(getattr(client, "info", {}) or {})
+    info.setdefault("model", getattr(client, "model", None))
+    return info
