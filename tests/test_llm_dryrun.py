@@ -1,0 +1,47 @@
+"""DryRunClient: counts calls and prompt tokens without calling; placeholders are failures; cache hits are free."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakeserver import FakeServer
+from superb.llm import ChatRequest, Completion, DryRunClient, LLMConfig, ResponseCache
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+
+
+def test_counts_calls_and_estimates_tokens_without_calling():
+    reqs = [ChatRequest.chat("s" * 8, "u" * 40, max_tokens=3, tag="pw") for _ in range(5)]
+    with DryRunClient(LLMConfig(model="m", base_urls=("http://127.0.0.1:9/v1",))) as client:
+        out = client.complete_many(reqs)
+    assert all(c.failed and c.error == "dry-run" and c.text == "" for c in out)
+    row = client.usage.row("pw")
+    # chars/4 per message (8/4 + 40/4 = 12) plus 4 per message for the chat template (8): 20 per request
+    assert (row.calls, row.dry_run, row.prompt_tokens, row.completion_tokens) == (5, 5, 100, 15)
+
+
+def test_uses_the_server_tokenizer_when_given():
+    with FakeServer() as srv, DryRunClient(LLMConfig(model="m"), tokenize_url=srv.base_url[:-3]) as client:
+        c = client.complete(ChatRequest.chat(None, "x" * 41))
+        assert srv.requests == 0  # no chat call was made
+    assert c.prompt_tokens == 41 // 4 + 4  # the fake tokenizer: 4 chars per token (floor), plus the message
+
+
+def test_cache_hits_are_served_and_misses_counted_even_read_only(tmp_path):
+    path = tmp_path / "c.sqlite"
+    hit_req = ChatRequest.chat(None, "cached")
+    with ResponseCache(path) as cache:
+        cache.put("m", hit_req, Completion(text="yes", prompt_tokens=7))
+    with ResponseCache(path, "read-only") as cache, DryRunClient(LLMConfig(model="m"), cache=cache) as client:
+        hit, miss = client.complete_many([hit_req, ChatRequest.chat(None, "new")])
+    assert hit.text == "yes" and hit.from_cache and not hit.failed
+    assert miss.failed and miss.error == "dry-run"
+    assert (client.usage.total().cache_hits, client.usage.total().dry_run) == (1, 1)
+
+
+def test_default_model_is_the_embedded_one():
+    with DryRunClient() as client:
+        assert client.model == "qwen2.5-coder-1.5b-instruct-q4_k_m"
