@@ -72,7 +72,7 @@ def json_values(text: str, *, max_chars: int = 20000, max_attempts: int = 200) -
         attempts += 1
         try:
             value, end = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON here, or absurdly deep nesting: try the next bracket
             pos = start + 1
             continue
         yield value
@@ -185,15 +185,14 @@ def parse_selection(text: str, k: int, m: int) -> tuple[list[int], Counter]:
 
 def parse_rubric_scores(text: str, rubrics: Sequence[Rubric]) -> tuple[list[float | None], Counter]:
     """One score 0..10 per rubric (None when missing) from a JSON object keyed by rubric number or name, a JSON
-    list in rubric order, or lines "1: 7". Out-of-range scores are clamped (score_clamped); lines parsing is
-    counted (scores_repaired); missing scores are counted (score_missing)."""
-    counts: Counter = Counter()
+    list in rubric order, or lines "1: 7" (whichever reading finds more scores; the lines reading is counted as
+    scores_repaired). Out-of-range scores are clamped (score_clamped); missing ones counted (score_missing)."""
     n = len(rubrics)
-    scores: list[float | None] = [None] * n
     names = {r.name.lower(): i for i, r in enumerate(rubrics)}
-    found = False
+    from_json: tuple[list[float | None], Counter] = ([None] * n, Counter())
     for value in json_values(text):
-        if isinstance(value, dict) and value:
+        scores, counts = [None] * n, Counter()
+        if isinstance(value, dict):
             for key, v in value.items():
                 key_s = str(key).strip().lower()
                 idx = names.get(key_s)
@@ -201,21 +200,21 @@ def parse_rubric_scores(text: str, rubrics: Sequence[Rubric]) -> tuple[list[floa
                     idx = int(key_s) - 1
                 if idx is not None and 0 <= idx < n:
                     scores[idx] = _score(v, counts)
-                    found = True
-        elif isinstance(value, list) and value and all(isinstance(v, (int, float, str)) for v in value):
+        elif isinstance(value, list) and all(isinstance(v, (int, float, str)) for v in value):
             for idx, v in enumerate(value[:n]):
                 scores[idx] = _score(v, counts)
-            found = True
-        if found:
+        if any(s is not None for s in scores):
+            from_json = (scores, counts)
             break
-    if not found:
-        for key, v in re.findall(r"(?m)^\s*\[?(\d{1,3})\]?\s*[:.)=\-]\s*(-?\d+(?:\.\d+)?)", text or ""):
-            idx = int(key) - 1
-            if 0 <= idx < n and scores[idx] is None:
-                scores[idx] = _score(v, counts)
-                found = True
-        if found:
-            counts["scores_repaired"] += 1
+    from_lines: tuple[list[float | None], Counter] = ([None] * n, Counter())
+    for key, v in re.findall(r"(?m)^\s*\[?(\d{1,3})\]?\s*[:.)=\-]\s*(-?\d+(?:\.\d+)?)", (text or "")[:20000]):
+        idx = int(key) - 1
+        if 0 <= idx < n and from_lines[0][idx] is None:
+            from_lines[0][idx] = _score(v, from_lines[1])
+    found = lambda parsed: sum(s is not None for s in parsed[0])  # noqa: E731
+    scores, counts = from_lines if found(from_lines) > found(from_json) else from_json
+    if scores is from_lines[0]:
+        counts["scores_repaired"] += 1
     counts["score_missing"] += sum(s is None for s in scores)
     return scores, counts
 
