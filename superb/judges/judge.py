@@ -66,7 +66,8 @@ class Judge:
         self.llm = llm
         self.dataset = dataset
         self.text = ProductText(dataset, fields=fields, max_tokens=max_tokens)
-        self.labels = tuple(int(x) for x in (labels or getattr(dataset, "labels", None) or (0, 1, 2, 3)))
+        # the scale of the prompts (SUPERB's 0..3), not the data set's: a judge answers what its template asks
+        self.labels = tuple(int(x) for x in (labels or (0, 1, 2, 3)))
         if default_label not in self.labels:
             raise ValueError(f"default_label={default_label!r} is not in the label set {list(self.labels)}")
         self.default_label = int(default_label)

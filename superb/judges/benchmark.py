@@ -1,0 +1,176 @@
+"""Build a SUPERB-style benchmark from a data set: superlative rewrites of its queries, candidates pooled from a
+first stage, graded 0..3 by an LLM judge (deliberated pointwise by default, as in SUPERB).
+
+Steps:
+1. rewrite: one LLM call per source query (template ``judge_superlative``): "trail running shoes" -> "best shoes
+   for trail running" (same product need). The first non-empty line of the answer, quotes and an echoed
+   "search:"/"->" prefix removed. FALLBACK (counted as ``rewrite_fallback``): a failed call or an empty/overlong
+   answer (> 3x the source length + 40 characters) gives "best " + the source query.
+2. pool: the top ``depth`` products of a first stage (``superb.pipelines.first_stage``, BM25 by default) for the
+   SOURCE query (``pool_query="source"``; the superlative adds words such as "best" that only add noise to BM25), the
+   rewrite (``"rewrite"``), or the union of both (``"both"``, source hits first, duplicates once).
+3. judge: every pooled (rewritten query, product) pair with ``superb.judges.judge.build_judge(judge_options)``.
+
+Output folder (loadable with ``superb.data.load_dataset(load_config(folder))``, the "local" loader):
+  queries.tsv     qid <TAB> superlative query (qid = source qid + "-best")
+  qrels.trec      the judge's labels
+  docs.jsonl      the pooled products only (docno and the source data set's fields) - a pool-only corpus; the full
+                  corpus stays with the source data set, named in provenance.json
+  rewrites.tsv    qid, source_qid, source_query, query, status (ok | fallback)
+  judgments.jsonl one Judgment record per pair
+  provenance.json source data set (config and provenance), model, template ids, pool settings, counts, stats
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from superb.judges.judge import build_judge, load_template, run_all
+from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
+from superb.llm.types import ChatRequest
+
+POOL_QUERIES = ("source", "rewrite", "both")
+QID_SUFFIX = "-best"
+
+
+def clean_rewrite(text: str | None, source: str) -> str | None:
+    """The rewritten query from a model answer, or None when nothing usable came back."""
+    for line in (text or "").splitlines():
+        line = line.strip().strip("-*` ").strip()
+        if not line:
+            continue
+        low = line.lower()
+        for prefix in ("rewritten search:", "rewrite:", "search:", "answer:"):
+            if low.startswith(prefix):
+                line = line[len(prefix):].strip()
+                low = line.lower()
+        if "->" in line:
+            line = line.split("->")[-1].strip()
+        line = line.strip("\"'\u201c\u201d ").strip()
+        if not line or len(line) > 3 * len(source) + 40:
+            return None
+        return line
+    return None
+
+
+def rewrite_queries(llm: Any, topics: pd.DataFrame, template: Any = "judge_superlative",
+                    stats: Counter | None = None) -> pd.DataFrame:
+    """qid (source qid + "-best"), source_qid, source_query, query, status for every topic (see module docstring)."""
+    stats = stats if stats is not None else Counter()
+    template = load_template(template)
+
+    async def one(query: str):
+        req = ChatRequest.chat(None, template.render(query=query), template=template.id, max_tokens=32,
+                               temperature=0.0, tag="judge:superlative")
+        return await llm.acomplete(req)
+
+    completions = run_all(llm, [one(q) for q in topics["query"]])
+    rows = []
+    for qid, query, c in zip(topics["qid"].astype(str), topics["query"], completions):
+        stats["rewrite_calls"] += 1
+        text = None if c.failed else clean_rewrite(c.text, query)
+        if text is None:
+            stats["rewrite_fallback"] += 1
+            stats["rewrite_failed_calls" if c.failed else "rewrite_unusable"] += 1
+        rows.append((qid + QID_SUFFIX, qid, query, text or f"best {query}", "ok" if text else "fallback"))
+    return pd.DataFrame(rows, columns=["qid", "source_qid", "source_query", "query", "status"])
+
+
+def pool_candidates(retriever: Any, rewrites: pd.DataFrame, pool_query: str = "source") -> pd.DataFrame:
+    """qid, query (the rewrite), docno: products the retriever returns for the source query and/or the rewrite."""
+    if pool_query not in POOL_QUERIES:
+        raise ValueError(f"pool_query={pool_query!r}; choose one of {list(POOL_QUERIES)}")
+    hits = []
+    if pool_query in ("source", "both"):
+        src = retriever(pd.DataFrame({"qid": rewrites["qid"], "query": rewrites["source_query"]}))
+        hits.append(src[["qid", "docno", "rank"]].assign(order=0))
+    if pool_query in ("rewrite", "both"):
+        rew = retriever(pd.DataFrame({"qid": rewrites["qid"], "query": rewrites["query"]}))
+        hits.append(rew[["qid", "docno", "rank"]].assign(order=1))
+    pool = pd.concat(hits, ignore_index=True).sort_values(["qid", "order", "rank"], kind="stable")
+    pool = pool.drop_duplicates(["qid", "docno"])
+    pool = pool.merge(rewrites[["qid", "query"]], on="qid", how="left")
+    return pool[["qid", "query", "docno"]].reset_index(drop=True)
+
+
+def load_config(folder: str | Path, fields: list[str] | None = None) -> dict:
+    """The ``superb.data.load_dataset`` config of a benchmark folder (read from its provenance.json)."""
+    folder = Path(folder)
+    prov = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    return {"name": "local", "docs": str(folder / "docs.jsonl"), "queries": str(folder / "queries.tsv"),
+            "qrels": str(folder / "qrels.trec"), "fields": fields or prov["fields"],
+            "rel_threshold": prov["rel_threshold"], "labels": prov["labels"]}
+
+
+def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.DataFrame | None = None,
+                    depth: int = 10, engine: str = "terrier", model: str = "bm25", pool_query: str = "source",
+                    judge_options: Mapping[str, Any] | None = None, retriever: Any = None,
+                    dataset_config: Mapping[str, Any] | None = None, rel_threshold: int = 2) -> dict:
+    """Rewrite, pool, judge and write the folder; returns {"folder", "load_config", "counts", "stats"}.
+    ``topics`` (qid, query) defaults to all of the data set's topics; ``retriever`` defaults to
+    ``first_stage(dataset, engine=engine, model=model, depth=depth)``. ``rel_threshold`` is that of the new labels
+    (default 2: "almost best" or better counts as relevant for binary measures)."""
+    if not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be a positive integer, got {depth!r}")
+    if pool_query not in POOL_QUERIES:
+        raise ValueError(f"pool_query={pool_query!r}; choose one of {list(POOL_QUERIES)}")
+    topics = dataset.topics() if topics is None else topics
+    if topics.empty:
+        raise ValueError("no topics to rewrite: the topic frame is empty")
+    judge_options = dict(judge_options or {"type": "deliberated"})
+    judge = build_judge(judge_options, llm=llm, dataset=dataset, path="judge")
+    custom_retriever = retriever is not None
+    if retriever is None:
+        from superb.pipelines import first_stage
+
+        retriever = first_stage(dataset, engine=engine, model=model, depth=depth)
+    stats: Counter = Counter()
+    rewrites = rewrite_queries(llm, topics, stats=stats)
+    pool = pool_candidates(retriever, rewrites, pool_query)
+    stats["queries_without_candidates"] = int((~rewrites["qid"].isin(set(pool["qid"]))).sum())
+    records = judge.judge(pool)
+
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = rewrites[rewrites["qid"].isin(set(pool["qid"]))]
+    with open(folder / "queries.tsv", "w", encoding="utf-8") as out:
+        for qid, query in zip(kept["qid"], kept["query"]):
+            out.write(f"{qid}\t{' '.join(str(query).split())}\n")
+    rewrites.to_csv(folder / "rewrites.tsv", sep="\t", index=False)
+    write_qrels_trec(records, folder / "qrels.trec")
+    write_jsonl(records, folder / "judgments.jsonl")
+    fields = list(dataset.fields)
+    with open(folder / "docs.jsonl", "w", encoding="utf-8") as out:
+        for docno in pd.unique(pool["docno"]):
+            doc = dataset.doc(docno)
+            out.write(json.dumps({"docno": docno, **{f: doc.get(f, "") for f in fields}, "text": doc.get("text", "")},
+                                 ensure_ascii=False) + "\n")
+    labels = Counter(j.label for j in records)
+    counts = {"source_queries": len(topics), "queries": len(kept), "pooled_pairs": len(pool),
+              "docs": int(pool["docno"].nunique()), "judgments": len(records),
+              "labels": {str(k): labels.get(k, 0) for k in judge.labels}, "status": status_counts(records)}
+    provenance = {
+        "kind": "superb-benchmark",
+        "source_dataset": {"config": dict(dataset_config or {"name": dataset.name}),
+                           "provenance": _jsonable(dataset.provenance())},
+        "model": getattr(llm, "model", None),
+        "templates": {"rewrite": load_template("judge_superlative").id, **judge.template_ids()},
+        "judge": {"options": judge_options, "stats": dict(judge.stats)},
+        "pool": {"engine": None if custom_retriever else engine, "model": None if custom_retriever else model,
+                 "depth": depth, "pool_query": pool_query, "retriever": repr(retriever)},
+        "fields": fields, "rel_threshold": int(rel_threshold), "labels": list(judge.labels),
+        "counts": counts, "stats": dict(stats),
+    }
+    (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
+                                            encoding="utf-8")
+    return {"folder": str(folder), "load_config": load_config(folder), "counts": counts, "stats": dict(stats)}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
