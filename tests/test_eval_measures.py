@@ -52,6 +52,13 @@ def test_bad_measure_names_raise_spec_error_naming_the_entry(bad):
     assert repr(bad) in message and "P(rel=2)@10" in message  # names the entry and lists examples
 
 
+def test_wrong_case_gets_a_suggestion():
+    with pytest.raises(SpecError, match=r"Did you mean 'Judged@10'"):
+        parse_measures(["judged@10"], rel=2)
+    with pytest.raises(SpecError, match=r"Did you mean 'nDCG@10'"):
+        parse_measures(["ndcg@10"], rel=2)
+
+
 def test_bad_lists_and_thresholds_rejected():
     with pytest.raises(SpecError, match="list"):
         parse_measures("P@5", rel=2)
@@ -132,5 +139,7 @@ def test_bad_frames_rejected_with_column_names():
         per_query(RUN.drop(columns="score"), QRELS, ["P@5"])
     with pytest.raises(ValueError, match="twice"):
         per_query(pd.concat([RUN, RUN.head(1)]), QRELS, ["P@5"])
+    with pytest.raises(ValueError, match="more than once"):
+        per_query(RUN, QRELS, ["P@5", "P@5"])
     with pytest.raises(ValueError, match="label"):
         per_query(RUN, QRELS.assign(label=QRELS.label.astype(float) + 0.5), ["P@5"])

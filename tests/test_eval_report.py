@@ -148,6 +148,8 @@ def test_compare_rejects_inconsistent_input(perquery):
         compare(perquery, {k: v for k, v in BASELINES.items() if k != "RM3 >> D"}, order=ORDER)
     with pytest.raises(ValueError, match="has no per-query values"):
         compare(perquery, {**BASELINES, "RM3 >> D": "BM42"}, order=ORDER)
+    with pytest.raises(ValueError, match="no per-query values"):
+        compare(perquery, {**BASELINES, "BM25 >> ghost": "BM25"}, order=ORDER)
     with pytest.raises(ValueError, match="exactly once"):
         compare(perquery, BASELINES, order=ORDER[:-1])
     with pytest.raises(ValueError, match="not on the same queries"):

@@ -43,6 +43,10 @@ def _as_measures(measures) -> list:
     out = [parse_measure(m, path="measures") if isinstance(m, str) else m for m in measures]
     if not out:
         raise ValueError("measures is empty; pass e.g. superb.eval.measures.parse_measures(None, rel=2)")
+    names = [repr(m) for m in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"measures lists {twice} more than once; give each measure once")
     return out
 
 

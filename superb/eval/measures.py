@@ -24,6 +24,22 @@ JUDGED_AT_10 = "Judged@10"
 _EXAMPLES = "P@5, P(rel=2)@10, nDCG@10, R@100, AP, RR, Judged@10"
 
 
+def _suggest(name: str) -> str:
+    """' Did you mean Judged@10?' when only the case of the measure's name is wrong (names are case-sensitive)."""
+    import ir_measures
+
+    head = re.match(r"\s*([^\W\d]\w*)", name)
+    if not head:
+        return ""
+    known: dict[str, str] = {}
+    for key in ir_measures.measures.registry:  # first spelling wins: nDCG before its alias NDCG
+        known.setdefault(key.lower(), key)
+    right = known.get(head.group(1).lower())
+    if right is None or right == head.group(1):
+        return ""
+    return f" Did you mean {right + name.strip()[len(head.group(1)):]!r}? (names are case-sensitive)"
+
+
 def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.measures"):
     """Parse one measure name; apply the binary threshold ``rel`` to measures that have a ``rel`` parameter."""
     import ir_measures
@@ -34,8 +50,8 @@ def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.mea
     try:
         measure = ir_measures.parse_measure(name.strip())
     except (NameError, ValueError, SyntaxError, TypeError) as exc:
-        raise SpecError(path, f"cannot parse measure {name!r} ({exc}). Write measures the ir_measures way, "
-                              f"e.g. {_EXAMPLES}") from exc
+        raise SpecError(path, f"cannot parse measure {name!r} ({exc}).{_suggest(name)} Write measures the "
+                              f"ir_measures way, e.g. {_EXAMPLES}") from exc
     # ir_measures drops parameters equal to their default (P(rel=1)@5 -> P@5): look at the written name too
     explicit = "rel" in measure.params or re.search(r"\brel\s*=", name) is not None
     if rel is not None and "rel" in measure.SUPPORTED_PARAMS and not explicit:

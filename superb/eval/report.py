@@ -53,6 +53,9 @@ def _check_perquery(perquery: pd.DataFrame) -> pd.DataFrame:
 
 
 def _check_baselines(systems: list[str], baselines: Mapping[str, str | None], present: set[str]) -> None:
+    stray = sorted(set(baselines) - set(systems))
+    if stray:
+        raise ValueError(f"baselines names system(s) {stray} that have no per-query values; systems: {systems}")
     for system in systems:
         if system not in baselines:
             raise ValueError(f"baselines has no entry for system {system!r}; give its baseline name, or None for a "
