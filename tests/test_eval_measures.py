@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from superb.errors import SpecError
-from superb.eval.evaluate import per_query
+from superb.eval.evaluate import per_query, per_query_systems
 from superb.eval.measures import DEFAULT_MEASURES, parse_measure, parse_measures
 
 # q1 judged: d1=3, d2=0, d3=2, d4=1, d5=2, d6=3 (d6 not retrieved); dX is retrieved but unjudged.
@@ -143,3 +143,14 @@ def test_bad_frames_rejected_with_column_names():
         per_query(RUN, QRELS, ["P@5", "P@5"])
     with pytest.raises(ValueError, match="label"):
         per_query(RUN, QRELS.assign(label=QRELS.label.astype(float) + 0.5), ["P@5"])
+
+
+def test_per_query_systems_stacks_runs_with_coverage():
+    partial = RUN[RUN.qid == "q1"]
+    stacked = per_query_systems({"full": RUN, "q1 only": partial}, QRELS, ["P@5"])
+    assert list(stacked.columns) == ["system", "qid", "measure", "value"]
+    assert len(stacked) == 6  # 2 systems x 3 queries
+    only = stacked[stacked.system == "q1 only"].set_index("qid")["value"]
+    assert only["q2"] == 0.0 and only["q3"] == 0.0 and only["q1"] == pytest.approx(3 / 5)
+    assert stacked.attrs["coverage"]["q1 only"]["missing_from_run"] == ["q2", "q3"]
+    assert stacked.attrs["coverage"]["full"]["missing_from_run"] == ["q3"]

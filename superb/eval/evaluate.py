@@ -173,3 +173,20 @@ def per_query(run: pd.DataFrame, qrels: pd.DataFrame, measures, *, condensed: bo
         "filled_zero": filled,
     })
     return out
+
+
+def per_query_systems(runs, qrels: pd.DataFrame, measures, *, condensed: bool = False,
+                      queries=None) -> pd.DataFrame:
+    """:func:`per_query` for several systems, stacked: DataFrame[system, qid, measure, value] (the input of
+    :func:`superb.eval.report.compare`). ``runs`` maps system name -> run. ``result.attrs["coverage"]`` holds each
+    system's counters (missing_from_run, condensed_removed, filled_zero, ...)."""
+    if not runs:
+        raise ValueError("runs is empty: give at least one system name -> run DataFrame")
+    frames, coverage = [], {}
+    for system, run in runs.items():
+        one = per_query(run, qrels, measures, condensed=condensed, queries=queries)
+        coverage[str(system)] = dict(one.attrs)
+        frames.append(one.assign(system=str(system))[["system", *OUTPUT_COLUMNS]])
+    out = pd.concat(frames, ignore_index=True)
+    out.attrs["coverage"] = coverage
+    return out
