@@ -8,7 +8,7 @@ import pytest
 
 from superb.errors import SpecError
 from superb.eval.evaluate import per_query, per_query_systems
-from superb.eval.measures import DEFAULT_MEASURES, parse_measure, parse_measures
+from superb.eval.measures import DEFAULT_MEASURES, judged_measure, parse_measure, parse_measures
 
 # q1 judged: d1=3, d2=0, d3=2, d4=1, d5=2, d6=3 (d6 not retrieved); dX is retrieved but unjudged.
 # q2 judged: e1=1, e2=2; the run ranks e9 (unjudged), e2, e1.
@@ -115,7 +115,8 @@ def test_condensed_removes_unjudged_documents():
 
 
 def test_judged_at_10_by_hand():
-    got = values(per_query(RUN, QRELS, [parse_measure("Judged@10")]))
+    assert repr(judged_measure()) == "Judged@10"
+    got = values(per_query(RUN, QRELS, [judged_measure()]))
     assert got[("q1", "Judged@10")] == pytest.approx(5 / 6)  # 6 retrieved (fewer than 10), dX unjudged
     assert got[("q2", "Judged@10")] == pytest.approx(2 / 3)
     assert got[("q3", "Judged@10")] == 0.0  # not answered

@@ -114,6 +114,8 @@ def test_footnote_names_other_tests_and_corrections(perquery):
     table = compare(perquery, BASELINES, test="wilcoxon", correction="bonferroni", alpha=0.01, order=ORDER)
     footnote = format_markdown(table, ["nDCG@10"], ORDER, {}).split("\n\n", 1)[1]
     assert "Wilcoxon" in footnote and "Bonferroni correction" in footnote and "\u03b1 = 0.01" in footnote
+    footnote = format_markdown(table, ["nDCG@10"], ORDER, {"rel": 2, "condensed": True, "dataset": "chorus"})
+    assert "labels \u2265 2 as relevant" in footnote and "condensed lists" in footnote and "Dataset: chorus" in footnote
     with pytest.raises(ValueError, match="allowed"):
         format_markdown(table, ["nDCG@10"], ORDER, {"colour": "red"})
     with pytest.raises(ValueError, match="not in the table"):
@@ -139,6 +141,10 @@ def test_side_by_side_means_and_difference(perquery):
     assert r["mean_new"] - r["mean_old"] == pytest.approx(0.01) and r["difference"] == pytest.approx(0.01)
     gone = both[both.system == "RM3 >> same"]
     assert len(gone) == 2 and gone["mean_new"].isna().all()  # kept, not dropped
+    only = side_by_side(a, b, ["old", "new"], measures=["nDCG@10"])
+    assert set(only["measure"]) == {"nDCG@10"} and len(only) == len(ORDER)
+    with pytest.raises(ValueError, match="neither table"):
+        side_by_side(a, b, ["old", "new"], measures=["ERR@10"])
     text = format_side_by_side(both, ["old", "new"])
     assert "(+0.0100)" in text and "old \u2192 new" in text
 

@@ -86,6 +86,14 @@ def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "ev
     return measures
 
 
+def judged_measure(cutoff: int = 10):
+    """ir_measures' ``Judged@cutoff``: the share of the top ``cutoff`` documents (or of all retrieved, when fewer)
+    that carry a label for the query. Reported beside the effectiveness table, not tested."""
+    if isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1:
+        raise ValueError(f"cutoff must be a positive integer, found {cutoff!r}")
+    return parse_measure(f"Judged@{cutoff}")
+
+
 def measure_name(measure) -> str:
     """The canonical name of a measure object or name (``repr`` of the parsed measure)."""
     if isinstance(measure, str):

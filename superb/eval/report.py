@@ -19,7 +19,7 @@ PERQUERY_COLUMNS = ("system", "qid", "measure", "value")
 TABLE_COLUMNS = ["system", "measure", "n_queries", "mean", "baseline", "baseline_mean", "delta", "p",
                  "p_corrected", "reject", "family_size", "verdict"]
 BETTER, WORSE = "\u2020", "\u2021"  # dagger, double dagger
-FOOTNOTE_KEYS = ("test", "correction", "alpha", "n_queries", "n_resamples", "notes")
+FOOTNOTE_KEYS = ("test", "correction", "alpha", "n_queries", "n_resamples", "rel", "condensed", "dataset", "notes")
 _TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test (queries with equal values dropped)",
                "randomization": "paired randomization (sign-flip) test"}
 _CORRECTION_NAMES = {"holm": "Holm-Bonferroni correction", "bonferroni": "Bonferroni correction",
@@ -206,6 +206,12 @@ def _footnote(info: Mapping) -> str:
     text += (f"; \u03b1 = {info['alpha']:g}; n = {info['n_queries']} queries (queries a system did not answer count "
              f"as 0). Unmarked values are not significant after correction; rows without a baseline are not tested, "
              f"and a system identical to its baseline on a measure has no test.")
+    if info.get("rel") is not None:
+        text += f" Binary measures (P, R, AP, ...) count labels \u2265 {info['rel']} as relevant; nDCG uses the labels."
+    if info.get("condensed"):
+        text += " Unjudged documents were removed from every run before scoring (condensed lists)."
+    if info.get("dataset"):
+        text += f" Dataset: {info['dataset']}."
     if info.get("family_sizes"):
         text += " Family sizes: " + ", ".join(f"{b} {k}" for b, k in info["family_sizes"].items()) + "."
     notes = info.get("notes") or []
@@ -221,7 +227,7 @@ def format_markdown(table: pd.DataFrame, measures: Sequence, order: Sequence[str
     e.g. Judged@10, LLM calls, tokens, repairs), then the footnote.
 
     ``footnote_info`` keys (default: what ``compare`` recorded in ``table.attrs``): test, correction, alpha,
-    n_queries, n_resamples, notes (extra lines such as the dataset, rel threshold, condensed lists).
+    n_queries, n_resamples; optional rel (binary threshold), condensed (bool), dataset, notes (extra lines).
     """
     info = {k: v for k, v in table.attrs.items() if k in FOOTNOTE_KEYS}
     unknown = sorted(set(footnote_info or {}) - set(FOOTNOTE_KEYS))
@@ -276,10 +282,12 @@ def write_csv(table: pd.DataFrame, path) -> Path:
     return path
 
 
-def side_by_side(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[str] = ("a", "b")) -> pd.DataFrame:
+def side_by_side(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[str] = ("a", "b"), *,
+                 measures: Sequence | None = None) -> pd.DataFrame:
     """Means of two comparison tables (e.g. two experiments) per (system, measure) and their difference (b - a).
 
     Rows present in only one table keep NaN on the other side (and as difference), so nothing is dropped.
+    ``measures`` (names or measure objects) keeps only those measures; a name in neither table is an error.
     """
     names = list(names)
     if len(names) != 2 or names[0] == names[1]:
@@ -289,6 +297,13 @@ def side_by_side(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[s
             raise ValueError(f"table {label!r} needs columns system, measure, mean; found {list(t.columns)}")
     a = table_a[["system", "measure", "mean"]].rename(columns={"mean": f"mean_{names[0]}"})
     b = table_b[["system", "measure", "mean"]].rename(columns={"mean": f"mean_{names[1]}"})
+    if measures:
+        wanted = [_name(m) for m in measures]
+        unknown = [m for m in wanted if m not in set(a["measure"]) | set(b["measure"])]
+        if unknown:
+            raise ValueError(f"measures {unknown} are in neither table; they have "
+                             f"{sorted(set(a['measure']) | set(b['measure']))}")
+        a, b = a[a["measure"].isin(wanted)], b[b["measure"].isin(wanted)]
     out = a.merge(b, on=["system", "measure"], how="outer", sort=False)
     out["difference"] = out[f"mean_{names[1]}"] - out[f"mean_{names[0]}"]
     return out
