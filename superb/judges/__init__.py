@@ -1,1 +1,14 @@
-"""superb.judges"""
+"""LLM relevance judges and agreement studies.
+
+Modules (import what you need; nothing heavy is imported here):
+
+  agreement       exact agreement, Cohen's kappa (unweighted/linear/quadratic), Fleiss' kappa, confusion matrices,
+                  per-label precision/recall, the human ceiling, pairwise precision/recall (pure numpy/pandas)
+  parse           judge answers -> grades (pure)
+  records         Judgment records, qrels and JSON-lines I/O
+  judge           PointwiseJudge, DeliberatedJudge, ListwiseJudge, PairwiseJudge; build_judge(options, ...)
+  study           label_study: do human vs judge labels change system orderings (Kendall's tau) and verdicts?
+  pairwise_study  the "check twice" table: forced / allow-neither x one / both orders, per product field set
+  benchmark       build a SUPERB-style benchmark folder (superlative rewrites, pooled, LLM-labelled)
+  spec, run, report, cli   `superb judge SPEC` (results/NAME/ with agreement tables and confusion heatmaps)
+"""

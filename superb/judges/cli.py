@@ -1,0 +1,29 @@
+"""`superb judge SPEC`: label a pool of (query, product) pairs with LLM judges and measure agreement with humans.
+
+The integrator's superb/cli.py calls :func:`register`. See superb.judges.spec for the spec shape and
+superb.judges.run for what is written to results/NAME/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    judge = subparsers.add_parser("judge", help="label query-product pairs with LLM judges; agreement with humans")
+    judge.add_argument("spec", type=Path, help="a judge spec (TOML), e.g. experiments/judges_chorus.toml")
+    judge.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME from the spec)")
+    judge.set_defaults(func=_cmd_judge)
+
+
+def _cmd_judge(args) -> int:
+    from superb.judges.run import run_judge_spec
+    from superb.judges.spec import load_judge_spec
+
+    spec = load_judge_spec(args.spec)
+    out = args.out or Path(spec.output or Path("results") / spec.name)
+    result = run_judge_spec(spec, out)
+    print((out / "agreement.md").read_text(encoding="utf-8"))
+    print(f"results written to {out}/")
+    return 0 if result else 1

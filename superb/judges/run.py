@@ -1,0 +1,159 @@
+"""Run a judge spec: pick queries and a pool of (query, product) pairs, label them with each judge variant, and
+write results/NAME/:
+
+  agreement.md / agreement.csv   every variant against the human label (and each rater, when the data set has
+                                 ratings), plus the human ceiling on the judged pairs and on all rated pairs
+  VARIANT/qrels.trec             the variant's labels (TREC qrels)
+  VARIANT/judgments.jsonl        one Judgment record per pair (label, confidence, raw answer, template id, status)
+  VARIANT/confusion.png          heatmap: human label x judge label
+  pool.tsv                       the judged pairs (qid, query, docno)
+  provenance.json                spec, data set provenance, LLM description, template ids, counts and judge stats
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from superb.errors import DataError, SpecError
+from superb.judges.judge import build_judge
+from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
+from superb.judges.report import (agreement_frame, aligned, ceiling_rows, confusion_heatmap, format_markdown,
+                                  judge_rows)
+from superb.judges.spec import JudgeSpec
+
+
+def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataFrame:
+    """qid, query, docno of the pairs to judge (see superb.judges.spec for the sources); per_query draws a seeded
+    sample per query (generator seeded with pool.seed, queries in qid order, products in docno order)."""
+    pool = spec.pool
+    if pool.source == "first_stage":
+        from superb.pipelines import from_spec
+
+        run = from_spec(pool.first_stage, dataset, path="pool.first_stage")(topics[["qid", "query"]])
+        pairs = run[["qid", "docno"]]
+    else:
+        frame = dataset.qrels() if pool.source == "qrels" else dataset.ratings()
+        if frame is None:
+            raise DataError(f"pool.source = \"ratings\" but data set {dataset.name!r} has no individual ratings; "
+                            "use source = \"qrels\"")
+        pairs = frame[frame["qid"].isin(set(topics["qid"]))][["qid", "docno"]]
+    pairs = pairs.astype(str).drop_duplicates()
+    if pool.per_query is not None:
+        rng = np.random.default_rng(pool.seed)
+        parts = []
+        for _, g in pairs.sort_values(["qid", "docno"]).groupby("qid", sort=True):
+            take = min(pool.per_query, len(g))
+            parts.append(g.iloc[np.sort(rng.choice(len(g), size=take, replace=False))])
+        pairs = pd.concat(parts, ignore_index=True) if parts else pairs.iloc[:0]
+    out = pairs.merge(topics[["qid", "query"]].astype({"qid": str}), on="qid", how="left")
+    return out[["qid", "query", "docno"]].reset_index(drop=True)
+
+
+def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> dict:
+    """Run ``spec`` and write its results folder; ``llm`` overrides the spec's [llm] (tests, notebooks)."""
+    from superb.data import load_dataset
+    from superb.data.splits import select_queries
+
+    t0 = time.perf_counter()
+    dataset = load_dataset(spec.dataset, path="dataset")
+    ratings = dataset.ratings()
+    if not spec.variants and ratings is None:
+        raise SpecError("judge", f"no [judge] table and data set {dataset.name!r} has no individual ratings: "
+                                 "nothing to compute; add a [judge] table")
+    q = spec.queries
+    topics = select_queries(dataset.topics(), split=q.split, sample=q.sample, seed=q.seed, subset=q.subset)
+    pool = select_pool(spec, dataset, topics)
+    if pool.empty:
+        raise DataError("the pool is empty: the selected queries have no pairs to judge; check [queries] and [pool]")
+    qrels = dataset.qrels()
+    rel = spec.rel if spec.rel is not None else dataset.rel_threshold
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    pool.to_csv(out / "pool.tsv", sep="\t", index=False)
+
+    rows, variants = [], {}
+    with ExitStack() as stack:
+        llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
+        if llm is None and spec.variants:
+            llm, llm_info = _open_llm(spec, stack)
+        for name, options in spec.variants:
+            judge = build_judge(options, llm=llm, dataset=dataset, path=f"judge[{name}]")
+            _check_scale(judge.labels, dataset.labels, spec.label_map)
+            t = time.perf_counter()
+            records = judge.judge(pool)
+            seconds = time.perf_counter() - t
+            folder = out / name
+            folder.mkdir(exist_ok=True)
+            write_qrels_trec(records, folder / "qrels.trec")
+            write_jsonl(records, folder / "judgments.jsonl")
+            rows += judge_rows(name, records, qrels, ratings, dataset.labels, rel, spec.label_map)
+            both = aligned(records, qrels, "label", spec.label_map)
+            if len(both):
+                confusion_heatmap(both["human"], both["judge"], dataset.labels, folder / "confusion.png",
+                                  f"{spec.name}: {name} (n={len(both)})")
+            variants[name] = {"options": options, "templates": judge.template_ids(), "stats": dict(judge.stats),
+                              "status": status_counts(records), "seconds": round(seconds, 2),
+                              "ideals": getattr(judge, "ideals", None)}
+        if hasattr(llm, "usage"):
+            llm_info["usage"] = _jsonable(llm.usage.to_dict())
+    if ratings is not None:
+        if spec.variants:
+            rows += ceiling_rows(ratings, dataset.labels, rel, pool, scope="judged pairs")
+        rows += ceiling_rows(ratings, dataset.labels, rel, None, scope="all rated pairs")
+        _rater_heatmaps(ratings, dataset.labels, out, spec.name)
+    table = agreement_frame(rows)
+    table.to_csv(out / "agreement.csv", index=False)
+    header = f"# {spec.name}\n\n{spec.description}\n\n{len(topics)} queries, {len(pool)} judged pairs, data set " \
+             f"{dataset.name}, binary threshold {rel}.\n\n"
+    (out / "agreement.md").write_text(header + format_markdown(table), encoding="utf-8")
+    provenance = {"spec": _jsonable(_spec_dict(spec)), "dataset": _jsonable(dataset.provenance()), "llm": llm_info,
+                  "variants": _jsonable(variants), "counts": {"queries": len(topics), "pairs": len(pool)},
+                  "seconds": round(time.perf_counter() - t0, 2)}
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+    return {"folder": str(out), "agreement": table, "variants": variants}
+
+
+def _rater_heatmaps(ratings: pd.DataFrame, labels, out: Path, name: str) -> None:
+    """Confusion heatmaps of each rater against the combined label, on all rated pairs."""
+    if "final" not in ratings.columns:
+        return
+    for col in [c for c in ratings.columns if c.startswith("rater_")]:
+        confusion_heatmap(ratings["final"], ratings[col], labels, out / "humans" / f"{col}_vs_final.png",
+                          f"{name}: {col} vs final (n={len(ratings)})")
+
+
+def _check_scale(judge_labels, human_labels, label_map) -> None:
+    mapped = {label_map.get(x, x) for x in judge_labels}
+    outside = sorted(mapped - set(human_labels))
+    if outside:
+        raise SpecError("agreement.label_map", f"judge labels {list(judge_labels)} map to {sorted(mapped)}, but the "
+                                               f"human scale is {list(human_labels)} ({outside} outside it); map "
+                                               "them, e.g. label_map = {{ \"3\" = 2 }}")
+
+
+def _open_llm(spec: JudgeSpec, stack: ExitStack):
+    from superb.llm.config import LLMConfig
+    from superb.llm.connect import describe, open_llm
+
+    client = stack.enter_context(open_llm(LLMConfig.from_spec(spec.llm or {}, path="llm")))
+    return client, describe(client)
+
+
+def _spec_dict(spec: JudgeSpec) -> dict:
+    return {"name": spec.name, "description": spec.description, "dataset": spec.dataset,
+            "queries": vars(spec.queries) if hasattr(spec.queries, "__dict__") else str(spec.queries),
+            "pool": vars(spec.pool), "llm": spec.llm, "variants": [list(v) for v in spec.variants],
+            "rel": spec.rel, "label_map": spec.label_map, "seed": spec.seed,
+            "source": str(spec.source) if spec.source else None}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

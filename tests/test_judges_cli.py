@@ -1,0 +1,109 @@
+"""`superb judge SPEC`: spec validation, a full run against the fake server, and the human ceiling on Chorus."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fakeserver import FakeServer
+from superb.cli import main
+from superb.errors import SpecError
+from superb.judges.spec import parse_judge_spec
+
+MIRROR = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).parents[2] / "shared" / "data")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    return tmp_path
+
+
+def write_local(folder: Path) -> dict:
+    folder.mkdir()
+    titles = {"d1": "g3 laptop", "d2": "g0 laptop sleeve", "d3": "g2 notebook", "d4": "g1 laptop charger"}
+    (folder / "docs.jsonl").write_text("".join(json.dumps({"docno": d, "title": t}) + "\n" for d, t in titles.items()))
+    (folder / "queries.tsv").write_text("q1\tlaptop\nq2\tnotebook\n")
+    # human labels: the judge (which reads the g-marker) agrees on 6 of 8 pairs
+    (folder / "qrels.trec").write_text("q1 0 d1 3\nq1 0 d2 0\nq1 0 d3 2\nq1 0 d4 1\n"
+                                       "q2 0 d1 3\nq2 0 d2 1\nq2 0 d3 3\nq2 0 d4 1\n")
+    return {"name": "local", "docs": str(folder / "docs.jsonl"), "queries": str(folder / "queries.tsv"),
+            "qrels": str(folder / "qrels.trec"), "labels": [0, 1, 2, 3], "rel_threshold": 2}
+
+
+def responder(req: dict) -> str:
+    prompt = "".join(m["content"] for m in req["messages"])
+    if "Product:" not in prompt:
+        return "- a laptop"
+    return re.search(r"\bg([0-3])\b", prompt.rsplit("Product:", 1)[1]).group(1)
+
+
+def toml_value(v) -> str:
+    return json.dumps(v) if not isinstance(v, list) else "[" + ", ".join(json.dumps(x) for x in v) + "]"
+
+
+def test_judge_command_writes_results(home, capsys):
+    dataset = write_local(home / "data")
+    with FakeServer(responder=responder) as srv:
+        spec = home / "spec.toml"
+        spec.write_text("\n".join([
+            'name = "tiny_judges"', "[dataset]", *[f"{k} = {toml_value(v)}" for k, v in dataset.items()],
+            "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]', 'cache = "off"',
+            "[judge]", 'fields = ["title"]',
+            "[[judge.variants]]", 'type = "pointwise"',
+            "[[judge.variants]]", 'name = "delib"', 'type = "deliberated"',
+        ]) + "\n")
+        code = main(["judge", str(spec), "--out", str(home / "out")])
+    assert code == 0
+    out = home / "out"
+    for f in ("agreement.md", "agreement.csv", "provenance.json", "pool.tsv", "pointwise/qrels.trec",
+              "pointwise/judgments.jsonl", "pointwise/confusion.png", "delib/qrels.trec", "delib/confusion.png"):
+        assert (out / f).is_file(), f
+    table = pd.read_csv(out / "agreement.csv").set_index("a")
+    # judge labels 3,0,2,1 | 3,0,2,1 vs human 3,0,2,1 | 3,1,3,1 -> 6 of 8 agree
+    assert table.loc["pointwise", "n"] == 8 and table.loc["pointwise", "agreement"] == pytest.approx(6 / 8)
+    assert table.loc["delib", "agreement"] == pytest.approx(6 / 8)
+    # binary (>= 2): judge 1,0,1,0 | 1,0,1,0 vs human 1,0,1,0 | 1,0,1,0 -> all agree
+    assert table.loc["pointwise", "binary_agreement"] == pytest.approx(1.0)
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["variants"]["delib"]["templates"]["ideal"].startswith("deliberated_attributes@")
+    assert prov["counts"] == {"queries": 2, "pairs": 8}
+    assert "tiny_judges" in capsys.readouterr().out
+
+
+def test_spec_errors_name_key_paths():
+    base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"type": "pointwise"}}
+    with pytest.raises(SpecError, match=r"^colour: unknown key"):
+        parse_judge_spec({**base, "colour": 1})
+    with pytest.raises(SpecError, match=r"pool\.source: 'web'"):
+        parse_judge_spec({**base, "pool": {"source": "web"}})
+    with pytest.raises(SpecError, match=r"pool\.first_stage"):
+        parse_judge_spec({**base, "pool": {"source": "first_stage"}})
+    with pytest.raises(SpecError, match=r"pool\.per_query: expected an integer >= 1"):
+        parse_judge_spec({**base, "pool": {"per_query": 0}})
+    with pytest.raises(SpecError, match=r"judge\.variants\[1\]\.name: 'a' is used twice"):
+        parse_judge_spec({**base, "judge": {"type": "pointwise", "variants": [{"name": "a"}, {"name": "a"}]}})
+    with pytest.raises(SpecError, match=r"judge\.type: required"):
+        parse_judge_spec({**base, "judge": {"fields": ["title"]}})
+    with pytest.raises(SpecError, match=r"agreement\.label_map\.x"):
+        parse_judge_spec({**base, "agreement": {"label_map": {"x": 1}}})
+    spec = parse_judge_spec({**base, "agreement": {"label_map": {"3": 2}, "rel": 1}})
+    assert spec.label_map == {3: 2} and spec.rel == 1 and spec.variants == (("pointwise", {"type": "pointwise"}),)
+
+
+@pytest.mark.slow
+def test_human_ceiling_on_chorus_without_llm(home, monkeypatch):
+    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(MIRROR))
+    spec = home / "humans.toml"
+    spec.write_text('name = "chorus_humans"\n[dataset]\nname = "chorus"\n')
+    assert main(["judge", str(spec), "--out", str(home / "humans")]) == 0
+    table = pd.read_csv(home / "humans" / "agreement.csv")
+    fleiss = table[table["a"] == "all raters vs Fleiss"].iloc[0]
+    # SOURCE.md: 3,188 pairs rated by three annotators, all three agree on 2,278
+    assert fleiss["n"] == 3188 and fleiss["agreement"] == pytest.approx(2278 / 3188)
+    assert len(table) == 7 and (home / "humans" / "humans" / "rater_1_vs_final.png").is_file()
