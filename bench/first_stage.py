@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -48,7 +49,13 @@ def main() -> None:
     os.environ.setdefault("SUPERB_DATA_MIRROR", str(ROOT.parent / "shared" / "data"))
     home = tempfile.mkdtemp(prefix="superb-bench-")
     os.environ["SUPERB_HOME"] = home  # cold: no cached index
+    try:
+        run_bench(args)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
+
+def run_bench(args: argparse.Namespace) -> None:
     import ir_measures
     import pyterrier as pt
     from ir_measures import P, nDCG

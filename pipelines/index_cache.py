@@ -40,7 +40,8 @@ def dataset_fingerprint(dataset: Any) -> dict:
     try:
         provenance = dataset.provenance()
     except AttributeError as exc:
-        raise DataError(f"data set {getattr(dataset, 'name', dataset)!r} has no provenance(); cannot key an index on it") from exc
+        name = getattr(dataset, "name", dataset)
+        raise DataError(f"data set {name!r} has no provenance(); an index cannot be keyed on its content") from exc
     return {"name": str(dataset.name), "provenance": provenance}
 
 
@@ -88,6 +89,31 @@ def document_fields(dataset: Any, fields: tuple[str, ...]) -> Iterator[dict]:
                 )
             out[field] = field_text(doc[field])
         yield out
+
+
+class DocumentStream:
+    """Documents for an indexer that may read them in another thread (PISA's and Terrier's indexers do), where an
+    exception would be lost and a partial index would look complete. The first error ends the stream quietly for
+    the indexer and is raised again by :meth:`check`, which the build calls once the indexer returns."""
+
+    def __init__(self, docs: Iterator[dict]):
+        self._docs = docs
+        self.count = 0
+        self.error: Exception | None = None
+
+    def __iter__(self) -> Iterator[dict]:
+        try:
+            for doc in self._docs:
+                self.count += 1
+                yield doc
+        except Exception as exc:  # re-raised by check() in the building thread
+            self.error = exc
+
+    def check(self) -> int:
+        """Raise the error met while streaming, if any; else return the number of documents streamed."""
+        if self.error is not None:
+            raise self.error
+        return self.count
 
 
 def field_text(value: Any) -> str:

@@ -114,7 +114,8 @@ def validate_options(
     rm3 = dict(rm3 or {})
     _check_keys(rm3, tuple(RM3_DEFAULTS), path)
     if rm3 and model != "rm3":
-        raise SpecError(_key(path, sorted(rm3)[0]), f"RM3 options {sorted(rm3)} need model = 'rm3', found model = {model!r}")
+        raise SpecError(_key(path, sorted(rm3)[0]),
+                        f"RM3 options {sorted(rm3)} need model = 'rm3', found model = {model!r}")
     fb = {**RM3_DEFAULTS, **rm3}
     return FirstStageOptions(
         engine=engine,

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError
-from superb.pipelines.index_cache import CachedIndex, document_fields, open_or_build
+from superb.pipelines.index_cache import CachedIndex, DocumentStream, document_fields, open_or_build
 from superb.pipelines.options import FirstStageOptions
 from superb.pipelines.rm3 import rm3_expansion
 
@@ -41,20 +41,18 @@ def build_pisa_index(dataset: Any, fields: tuple[str, ...], folder: Path) -> int
     """Index ``dataset`` into ``folder`` (empty); return the number of documents indexed."""
     import pyterrier_pisa
 
-    counted = {"docs": 0}
-
     def docs():
         for doc in document_fields(dataset, fields):
             if any(c.isspace() for c in doc["docno"]):
                 raise DataError(f"data set {dataset.name!r}: docno {doc['docno']!r} contains whitespace, "
                                 "which PISA's collection format cannot store")
-            counted["docs"] += 1
             yield doc
 
+    stream = DocumentStream(docs())
     text_field = fields[0] if len(fields) == 1 else list(fields)
     index = pyterrier_pisa.PisaIndex(str(folder), text_field=text_field, stemmer=STEMMER, threads=1)
-    index.index(docs())
-    return counted["docs"]
+    index.index(iter(stream))
+    return stream.check()
 
 
 class ForwardIndex:
@@ -94,14 +92,14 @@ class PisaEngine:
         import pyterrier_pisa
 
         o = self.options
-        cached = open_or_build(
-            self.dataset, "pisa", o.fields, RECIPE, lambda folder: build_pisa_index(self.dataset, o.fields, folder)
-        )
+        cached = open_or_build(self.dataset, "pisa", o.fields, RECIPE,
+                               lambda folder: build_pisa_index(self.dataset, o.fields, folder))
         index = pyterrier_pisa.PisaIndex(str(cached.path), stemmer=STEMMER, threads=1)
         self._bm25 = index.bm25(k1=o.k1, b=o.b, num_results=o.depth, threads=1)
         if o.model == "rm3":
             self._feedback = index.bm25(k1=o.k1, b=o.b, num_results=o.fb_docs, threads=1)
-            with warnings.catch_warnings():  # "requested stemmer=none, but index was constructed with porter2": intended
+            # PISA warns "requested stemmer=none, but index was constructed with porter2": intended here
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 raw = pyterrier_pisa.PisaIndex(str(cached.path), stemmer="none", threads=1)
             self._weighted = raw.bm25(k1=o.k1, b=o.b, num_results=o.depth, threads=1, query_weighted=True,

@@ -105,7 +105,8 @@ class FirstStage(pt.Transformer):
         found = self.engine.retrieve(clean)[["qid", "docno", "score"]]
         self._stats["no_results"] += int((~clean["qid"].isin(found["qid"])).sum())
         order = pd.DataFrame({"qid": queries["qid"].astype(str), "_order": range(len(queries))})
-        found = found.assign(qid=found["qid"].astype(str)).merge(order, on="qid")
+        found = found.assign(qid=found["qid"].astype(str), score=found["score"].astype("float64"))
+        found = found.merge(order, on="qid")
         found = found.sort_values(["_order", "score", "docno"], ascending=[True, False, True], kind="mergesort")
         found = found.groupby("_order", sort=False).head(self.options.depth)
         result = queries.assign(_order=range(len(queries))).merge(found.drop(columns=["qid"]), on="_order")

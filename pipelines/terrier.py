@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError
-from superb.pipelines.index_cache import CachedIndex, document_fields, open_or_build
+from superb.pipelines.index_cache import CachedIndex, DocumentStream, document_fields, open_or_build
 from superb.pipelines.options import FirstStageOptions
 
 DOCNO_LENGTH = 128
@@ -28,8 +28,6 @@ def build_terrier_index(dataset: Any, fields: tuple[str, ...], folder: Path) -> 
     """Index ``dataset`` into ``folder`` (empty); return the number of documents indexed."""
     import pyterrier as pt
 
-    counted = {"docs": 0}
-
     def docs():
         for doc in document_fields(dataset, fields):
             if len(doc["docno"]) > DOCNO_LENGTH:
@@ -37,14 +35,14 @@ def build_terrier_index(dataset: Any, fields: tuple[str, ...], folder: Path) -> 
                     f"data set {dataset.name!r}: docno {doc['docno'][:40]!r}... is {len(doc['docno'])} characters; "
                     f"the Terrier index stores at most {DOCNO_LENGTH}"
                 )
-            counted["docs"] += 1
             yield doc
 
+    stream = DocumentStream(docs())
     indexer = pt.IterDictIndexer(
         str(folder), meta={"docno": DOCNO_LENGTH}, text_attrs=list(fields), fields=len(fields) > 1, threads=1
     )
-    indexer.index(docs())
-    return counted["docs"]
+    indexer.index(iter(stream))
+    return stream.check()
 
 
 def parse_terrier_query(query: str) -> dict[str, float]:
@@ -66,9 +64,8 @@ class TerrierEngine:
         import pyterrier as pt
 
         o = self.options
-        cached = open_or_build(
-            self.dataset, "terrier", o.fields, RECIPE, lambda folder: build_terrier_index(self.dataset, o.fields, folder)
-        )
+        cached = open_or_build(self.dataset, "terrier", o.fields, RECIPE,
+                               lambda folder: build_terrier_index(self.dataset, o.fields, folder))
         index = pt.IndexFactory.of(str(cached.path))
 
         def bm25(num_results: int):

@@ -30,7 +30,7 @@ def _topics(*pairs):
 
 def test_obvious_queries_find_their_product_first(ds):
     out = first_stage(ds, engine="pisa")(_topics(("1", "espresso machine"), ("2", "hdmi cable"), ("3", "french press")))
-    assert list(out.columns) == COLUMNS
+    assert list(out.columns) == COLUMNS and out["score"].dtype == "float64"
     top = out[out["rank"] == 0].set_index("qid")["docno"].to_dict()
     assert top == {"1": "p16", "2": "p07", "3": "p19"}
     ranks = out.groupby("qid")["rank"].apply(list).to_dict()
@@ -115,3 +115,15 @@ def test_index_is_built_once_and_reused(ds):
     assert reopened.info["build_id"] == built.info["build_id"]
     assert ds.iterations == reads + 1  # the documents were not read again
     assert set(second(_topics(("1", "duracell")))["docno"]) == {"p01", "p04"}  # the two Duracell products
+
+
+def test_a_failed_build_leaves_no_index_and_a_later_build_succeeds(home):
+    from superb.errors import DataError
+    from test_pipelines_corpus import PRODUCTS
+
+    broken = TinyProducts(name="broken", products=PRODUCTS[:5] + [("bad id", "x", "y", "z", 1.0)] + PRODUCTS[5:])
+    with pytest.raises(DataError, match="'bad id' contains whitespace"):
+        first_stage(broken, engine="pisa").prepare()
+    assert list((home / "indexes" / "broken").iterdir()) == []  # the half-written tmp folder is gone
+    fixed = TinyProducts(name="broken")
+    assert first_stage(fixed, engine="pisa").prepare().info["num_docs"] == len(PRODUCTS)

@@ -222,3 +222,28 @@ def test_field_text_flattens_values():
     assert index_cache.field_text(12.5) == "12.5"
     assert index_cache.field_text(["red", "blue"]) == "red blue"
     assert index_cache.field_text({"colour": "red", "size": 10}) == "colour red size 10"
+
+
+def test_document_stream_ends_at_the_first_error_and_reraises_it():
+    def docs():
+        yield {"docno": "a"}
+        raise KeyError("price")
+
+    stream = index_cache.DocumentStream(docs())
+    assert [d["docno"] for d in stream] == ["a"]  # what an indexer thread would see: a clean end
+    with pytest.raises(KeyError, match="price"):
+        stream.check()
+    clean = index_cache.DocumentStream(iter([{"docno": "a"}, {"docno": "b"}]))
+    assert len(list(clean)) == 2 and clean.check() == 2
+
+
+def test_missing_field_is_a_data_error_naming_document_and_field():
+    from superb.errors import DataError
+
+    class NoBrand(TinyProducts):
+        def docs_iter(self):
+            for doc in super().docs_iter():
+                yield {k: v for k, v in doc.items() if k != "brand"}
+
+    with pytest.raises(DataError, match=r"document 'p01' has no field 'brand'"):
+        list(index_cache.document_fields(NoBrand(), ("title", "brand")))
