@@ -107,3 +107,26 @@ def test_human_ceiling_on_chorus_without_llm(home, monkeypatch):
     # SOURCE.md: 3,188 pairs rated by three annotators, all three agree on 2,278
     assert fleiss["n"] == 3188 and fleiss["agreement"] == pytest.approx(2278 / 3188)
     assert len(table) == 7 and (home / "humans" / "humans" / "rater_1_vs_final.png").is_file()
+
+
+def test_pairwise_study_from_a_spec_on_wands(home):
+    from test_judges_pairwise_study import responder as pair_responder
+    from test_judges_pairwise_study import write_wands
+
+    write_wands(home / "wands")
+    with FakeServer(responder=pair_responder) as srv:
+        spec = home / "wands.toml"
+        spec.write_text("\n".join([
+            'name = "wands_pairs"', "[dataset]", 'name = "wands"', f'path = "{home / "wands"}"',
+            "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]', 'cache = "off"',
+            "[pairwise_study]", "n_pairs = 4", "seed = 1", 'choices = ["forced"]',
+            'fields = { name = ["title"], class = ["class"] }',
+        ]) + "\n")
+        assert main(["judge", str(spec), "--out", str(home / "out")]) == 0
+        calls = srv.requests
+    table = pd.read_csv(home / "out" / "pairwise.csv").set_index(["fields", "choice", "orders"])
+    assert calls == 2 * 4 * 2  # field sets x pairs x orders
+    assert table.loc[("name", "forced", "one"), "precision"] == 1.0  # the title shows the grade: always right
+    assert table.loc[("name", "forced", "both"), "recall"] == 1.0
+    assert table.loc[("class", "forced", "both"), "decided"] == 0  # "LHS" in both orders never agrees
+    assert (home / "out" / "pairwise.md").read_text().count("| forced |") == 4

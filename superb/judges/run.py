@@ -7,6 +7,7 @@ write results/NAME/:
   VARIANT/judgments.jsonl        one Judgment record per pair (label, confidence, raw answer, template id, status)
   VARIANT/confusion.png          heatmap: human label x judge label
   pool.tsv                       the judged pairs (qid, query, docno)
+  pairwise.md / .csv, pairwise_pairs.tsv, pairwise_decisions.jsonl   with [pairwise_study]: the check-twice table
   provenance.json                spec, data set provenance, LLM description, template ids, counts and judge stats
 """
 
@@ -64,7 +65,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     t0 = time.perf_counter()
     dataset = load_dataset(spec.dataset, path="dataset")
     ratings = dataset.ratings()
-    if not spec.variants and ratings is None:
+    if not spec.variants and not spec.pairwise and ratings is None:
         raise SpecError("judge", f"no [judge] table and data set {dataset.name!r} has no individual ratings: "
                                  "nothing to compute; add a [judge] table")
     q = spec.queries
@@ -81,7 +82,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     rows, variants = [], {}
     with ExitStack() as stack:
         llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
-        if llm is None and spec.variants:
+        if llm is None and (spec.variants or spec.pairwise):
             llm, llm_info = _open_llm(spec, stack)
         for name, options in spec.variants:
             judge = build_judge(options, llm=llm, dataset=dataset, path=f"judge[{name}]")
@@ -101,6 +102,8 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
             variants[name] = {"options": options, "templates": judge.template_ids(), "stats": dict(judge.stats),
                               "status": status_counts(records), "seconds": round(seconds, 2),
                               "ideals": getattr(judge, "ideals", None)}
+        if spec.pairwise:
+            variants["pairwise_study"] = _pairwise(spec, dataset, llm, topics, out)
         if hasattr(llm, "usage"):
             llm_info["usage"] = _jsonable(llm.usage.to_dict())
     if ratings is not None:
@@ -119,6 +122,28 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     return {"folder": str(out), "agreement": table, "variants": variants}
+
+
+def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out: Path) -> dict:
+    """The check-twice table on pairs of the selected queries: pairwise.md / pairwise.csv / pairwise_pairs.tsv /
+    pairwise_decisions.jsonl."""
+    from superb.judges.pairwise_study import format_table, pairwise_study, sample_pairs
+
+    opts = spec.pairwise
+    pairs = sample_pairs(dataset.qrels(), topics, n_pairs=opts["n_pairs"], seed=opts["seed"],
+                         queries=topics["qid"].tolist())
+    t = time.perf_counter()
+    table, decisions = pairwise_study(dataset, llm, pairs, field_sets=opts["fields"], choices=opts["choices"])
+    pairs.to_csv(out / "pairwise_pairs.tsv", sep="\t", index=False)
+    table.to_csv(out / "pairwise.csv", index=False)
+    decisions.to_json(out / "pairwise_decisions.jsonl", orient="records", lines=True, force_ascii=False)
+    note = (f"{len(pairs)} pairs of differently graded products ({pairs.attrs['pairs_short']} fewer than asked), "
+            f"seed {opts['seed']}, template {table.attrs['template']}. precision = agreeing decisions / decisions; "
+            "recall = decisions / pairs asked; unparseable counts answers over both orders.\n")
+    (out / "pairwise.md").write_text(f"# {spec.name}: pairwise check-twice study\n\n{note}\n" + format_table(table),
+                                     encoding="utf-8")
+    return {"pairs": len(pairs), "field_sets": table.attrs["field_sets"], "template": table.attrs["template"],
+            "seconds": round(time.perf_counter() - t, 2), "sampling": dict(pairs.attrs)}
 
 
 def _rater_heatmaps(ratings: pd.DataFrame, labels, out: Path, name: str) -> None:

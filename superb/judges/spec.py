@@ -28,6 +28,12 @@ fields = ["title"]
 name = "deliberated"
 type = "deliberated"
 
+[pairwise_study]                   # optional: the "check twice" table (superb.judges.pairwise_study)
+n_pairs = 200                      # differently graded pairs of the selected queries, seeded sample
+seed = 0
+choices = ["forced", "allow neither"]
+fields = { name = ["title"], all = ["title", "class", "category", "description"] }   # default: per data set
+
 [agreement]
 rel = 2                            # threshold of the binary agreement (default: the data set's)
 label_map = { "3" = 2 }            # judge label -> human label, when the scales differ (e.g. WANDS 0..2)
@@ -46,7 +52,9 @@ from superb.errors import SpecError
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_TOP = {"name", "description", "output", "seed", "dataset", "queries", "pool", "llm", "judge", "agreement"}
+_TOP = {"name", "description", "output", "seed", "dataset", "queries", "pool", "llm", "judge", "agreement",
+        "pairwise_study"}
+CHOICES = ("forced", "allow neither")
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,7 @@ class JudgeSpec:
     pool: PoolSpec
     llm: dict[str, Any] | None
     variants: tuple[tuple[str, dict[str, Any]], ...]  # (variant name, build_judge options)
+    pairwise: dict[str, Any] | None = None  # {n_pairs, seed, choices, fields}
     rel: int | None = None
     label_map: dict[int, int] = field(default_factory=dict)
     description: str = ""
@@ -125,6 +134,7 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
         name=name, dataset=dict(raw["dataset"]), queries=_parse_queries(raw.get("queries", {})),
         pool=_parse_pool(raw.get("pool", {})), llm=raw.get("llm"),
         variants=_parse_judge(raw["judge"]) if "judge" in raw else (),
+        pairwise=_parse_pairwise(raw["pairwise_study"]) if "pairwise_study" in raw else None,
         description=raw.get("description", ""), output=raw.get("output"), seed=_int(raw, "seed", "", 0),
         source=source, **_parse_agreement(raw.get("agreement", {})))
 
@@ -172,6 +182,23 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
         seen.add(vname)
         out.append((vname, options))
     return tuple(out)
+
+
+def _parse_pairwise(table: Any) -> dict[str, Any]:
+    path = "pairwise_study"
+    _keys(table, path, {"n_pairs", "seed", "choices", "fields"})
+    choices = table.get("choices", list(CHOICES))
+    if not isinstance(choices, list) or not choices or any(c not in CHOICES for c in choices):
+        raise SpecError(f"{path}.choices", f"expected a non-empty subset of {list(CHOICES)}, found {choices!r}")
+    fields = table.get("fields")
+    if fields is not None:
+        if not isinstance(fields, dict) or not fields:
+            raise SpecError(f"{path}.fields", f"expected a table of name = [field, ...], found {fields!r}")
+        for k, v in fields.items():
+            if not isinstance(v, list) or not v or not all(isinstance(f, str) for f in v):
+                raise SpecError(f"{path}.fields.{k}", f"expected a non-empty list of field names, found {v!r}")
+    return {"n_pairs": _int(table, "n_pairs", path, 1000, 1), "seed": _int(table, "seed", path, 0),
+            "choices": tuple(choices), "fields": fields}
 
 
 def _parse_agreement(table: Any) -> dict[str, Any]:
