@@ -90,8 +90,9 @@ def format_markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n\n" + notes + "\n"
 
 
-def confusion_heatmap(human, judge, labels: Sequence[int], path: str | Path, title: str) -> Path:
-    """PNG heatmap of the confusion matrix: rows human labels, columns judge labels, counts annotated."""
+def confusion_heatmap(human, judge, labels: Sequence[int], path: str | Path, title: str,
+                      axes: tuple[str, str] = ("human label", "judge label")) -> Path:
+    """PNG heatmap of the confusion matrix: rows ``human``, columns ``judge`` (axis names ``axes``), counts shown."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -102,8 +103,8 @@ def confusion_heatmap(human, judge, labels: Sequence[int], path: str | Path, tit
     ax.imshow(cm, cmap="Blues")
     ax.set_xticks(range(len(labels)), [str(x) for x in labels])
     ax.set_yticks(range(len(labels)), [str(x) for x in labels])
-    ax.set_xlabel("judge label")
-    ax.set_ylabel("human label")
+    ax.set_ylabel(axes[0])
+    ax.set_xlabel(axes[1])
     ax.set_title(title, fontsize=9)
     top = cm.max() if cm.size else 0
     for i in range(cm.shape[0]):

@@ -77,7 +77,8 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     rel = spec.rel if spec.rel is not None else dataset.rel_threshold
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    pool.to_csv(out / "pool.tsv", sep="\t", index=False)
+    if spec.variants:
+        pool.to_csv(out / "pool.tsv", sep="\t", index=False)
 
     rows, variants = [], {}
     with ExitStack() as stack:
@@ -113,8 +114,10 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
         _rater_heatmaps(ratings, dataset.labels, out, spec.name)
     table = agreement_frame(rows)
     table.to_csv(out / "agreement.csv", index=False)
-    header = f"# {spec.name}\n\n{spec.description}\n\n{len(topics)} queries, {len(pool)} judged pairs, data set " \
-             f"{dataset.name}, binary threshold {rel}.\n\n"
+    scope = f"{len(pool)} judged pairs" if spec.variants else \
+        f"no LLM judge (human ceiling on {len(ratings) if ratings is not None else 0} rated pairs)"
+    header = f"# {spec.name}\n\n{spec.description}\n\n{len(topics)} queries, {scope}, data set {dataset.name}, " \
+             f"binary threshold {rel}.\n\n"
     (out / "agreement.md").write_text(header + format_markdown(table), encoding="utf-8")
     provenance = {"spec": _jsonable(_spec_dict(spec)), "dataset": _jsonable(dataset.provenance()), "llm": llm_info,
                   "variants": _jsonable(variants), "counts": {"queries": len(topics), "pairs": len(pool)},
@@ -152,7 +155,7 @@ def _rater_heatmaps(ratings: pd.DataFrame, labels, out: Path, name: str) -> None
         return
     for col in [c for c in ratings.columns if c.startswith("rater_")]:
         confusion_heatmap(ratings["final"], ratings[col], labels, out / "humans" / f"{col}_vs_final.png",
-                          f"{name}: {col} vs final (n={len(ratings)})")
+                          f"{name}: {col} vs final (n={len(ratings)})", axes=("final (combined) label", col))
 
 
 def _check_scale(judge_labels, human_labels, label_map) -> None:
