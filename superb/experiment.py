@@ -82,17 +82,14 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True) 
 
 
 def _open_llm(spec: Spec, stack: ExitStack, *, dry_run: bool):
-    from superb.llm import config as llm_config
-    from superb.llm import connect
+    from superb.llm import DryRunClient, LLMConfig, describe, open_llm
 
-    cfg = llm_config.LLMConfig.from_spec(spec.llm or {}, path="llm")
+    cfg = LLMConfig.from_spec(spec.llm or {}, path="llm")
     if dry_run:
-        from superb.llm.usage import DryRunClient
-
         client = DryRunClient(cfg)
         return client, {"model": cfg.model, "endpoint": "dry-run"}
-    client = stack.enter_context(connect.open_llm(cfg))
-    return client, connect.describe(client)
+    client = stack.enter_context(open_llm(cfg))
+    return client, describe(client)
 
 
 def _run_pipeline(p: PipelineSpec, spec: Spec, dataset, topics: pd.DataFrame,
@@ -105,7 +102,7 @@ def _run_pipeline(p: PipelineSpec, spec: Spec, dataset, topics: pd.DataFrame,
 
         retriever = from_spec(p.first_stage, dataset, path=f"{p.path}.first_stage")
         run = retriever(topics)
-        stats.update({k: int(v) for k, v in getattr(retriever, "stats", {}).items()})
+        stats.update(_counters(getattr(retriever, "stats", {})))
     else:
         run = done[p.input].run
     if p.rerank:
@@ -115,11 +112,16 @@ def _run_pipeline(p: PipelineSpec, spec: Spec, dataset, topics: pd.DataFrame,
         for j, options in enumerate(p.rerank):
             reranker = build_reranker(dict(options), context=context, path=f"{p.path}.rerank[{j}]")
             run = reranker(run)
-            for key, value in getattr(reranker, "stats", {}).items():
-                stats[key] = stats.get(key, 0) + int(value)
+            for key, value in _counters(getattr(reranker, "stats", {})).items():
+                stats[key] = stats.get(key, 0) + value
     usage = _usage_delta(before, _usage_dict(llm)) if llm is not None else {}
     return PipelineResult(name=p.name, run=_check_run(run, p), seconds=time.perf_counter() - t0, stats=stats,
                           usage=usage)
+
+
+def _counters(stats) -> dict[str, int]:
+    """The numeric counters of a component's stats (lists such as the qids concerned stay with the component)."""
+    return {str(k): int(v) for k, v in dict(stats).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _check_run(run: pd.DataFrame, p: PipelineSpec) -> pd.DataFrame:
