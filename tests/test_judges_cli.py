@@ -70,6 +70,9 @@ def test_judge_command_writes_results(home, capsys):
     assert table.loc["delib", "agreement"] == pytest.approx(6 / 8)
     # binary (>= 2): judge 1,0,1,0 | 1,0,1,0 vs human 1,0,1,0 | 1,0,1,0 -> all agree
     assert table.loc["pointwise", "binary_agreement"] == pytest.approx(1.0)
+    per_label = pd.read_csv(out / "pointwise" / "per_label.csv").set_index("label")
+    # human label 3 (q1 d1, q2 d1, q2 d3): judge says 3, 3, 2 -> recall 2/3; judge 3 twice, both right -> precision 1
+    assert per_label.loc[3, "recall"] == pytest.approx(2 / 3) and per_label.loc[3, "precision"] == pytest.approx(1.0)
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["variants"]["delib"]["templates"]["ideal"].startswith("deliberated_attributes@")
     assert prov["counts"] == {"queries": 2, "pairs": 8}

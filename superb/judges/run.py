@@ -6,6 +6,7 @@ write results/NAME/:
   VARIANT/qrels.trec             the variant's labels (TREC qrels)
   VARIANT/judgments.jsonl        one Judgment record per pair (label, confidence, raw answer, template id, status)
   VARIANT/confusion.png          heatmap: human label x judge label
+  VARIANT/per_label.csv          precision and recall of the judge per human label
   pool.tsv                       the judged pairs (qid, query, docno)
   pairwise.md / .csv, pairwise_pairs.tsv, pairwise_decisions.jsonl   with [pairwise_study]: the check-twice table
   provenance.json                spec, data set provenance, LLM description, template ids, counts and judge stats
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError, SpecError
+from superb.judges.agreement import per_label
 from superb.judges.judge import build_judge
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
 from superb.judges.report import (agreement_frame, aligned, ceiling_rows, confusion_heatmap, format_markdown,
@@ -98,6 +100,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
             rows += judge_rows(name, records, qrels, ratings, dataset.labels, rel, spec.label_map)
             both = aligned(records, qrels, "label", spec.label_map)
             if len(both):
+                per_label(both["human"], both["judge"], dataset.labels).to_csv(folder / "per_label.csv", index=False)
                 confusion_heatmap(both["human"], both["judge"], dataset.labels, folder / "confusion.png",
                                   f"{spec.name}: {name} (n={len(both)})")
             variants[name] = {"options": options, "templates": judge.template_ids(), "stats": dict(judge.stats),
