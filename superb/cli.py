@@ -91,14 +91,15 @@ def _cmd_show(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from superb.eval.report import side_by_side
+    from superb.eval.report import format_side_by_side, side_by_side
     from superb.results import read_table
 
     try:
         a, b = read_table(args.a), read_table(args.b)
     except FileNotFoundError as exc:
         raise SuperbError(str(exc)) from exc
-    print(side_by_side(a, b, names=(args.a.name, args.b.name), measures=args.measure))
+    names = (args.a.name, args.b.name)
+    print(format_side_by_side(side_by_side(a, b, names=names, measures=args.measure), names))
     return 0
 
 

@@ -21,7 +21,8 @@ import pandas as pd
 
 from superb.experiment import ExperimentResult
 
-USAGE_COLUMNS = ("calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens")
+USAGE_COLUMNS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens",
+                 "saved_prompt_tokens", "server_cached_tokens")
 
 
 def file_name(system: str) -> str:
@@ -63,8 +64,10 @@ def usage_frame(result: ExperimentResult) -> pd.DataFrame:
         row: dict[str, Any] = {"system": name, "seconds": round(pr.seconds, 2)}
         for key in USAGE_COLUMNS:
             row[key] = int(pr.usage.get(key, 0))
-        row["calls_per_query"] = row["calls"] / nq + row["cache_hits"] / nq
-        row["prompt_tokens_per_query"] = row["prompt_tokens"] / nq
+        # What the method costs, whether or not this run was served from the cache: requests and their prompt tokens.
+        row["requests"] = row["calls"] + row["cache_hits"]
+        row["calls_per_query"] = row["requests"] / nq
+        row["prompt_tokens_per_query"] = (row["prompt_tokens"] + row["saved_prompt_tokens"]) / nq
         row["repairs"] = sum(v for k, v in pr.stats.items() if "repair" in k or "fallback" in k or "default" in k)
         row.update({f"stat:{k}": v for k, v in sorted(pr.stats.items())})
         rows.append(row)
@@ -81,7 +84,8 @@ def write_results(result: ExperimentResult, out_dir: Path) -> Path:
     usage = usage_frame(result)
     judged = (perquery[perquery["measure"].str.startswith("Judged")]
               .groupby("system")["value"].mean().rename("judged@10"))
-    extra = usage.set_index("system")[["calls", "cache_hits", "prompt_tokens", "repairs"]].join(judged)
+    extra = usage.set_index("system")[["requests", "cache_hits", "failures", "repairs"]].join(judged)
+    extra.insert(1, "prompt_tok/q", usage.set_index("system")["prompt_tokens_per_query"].round(0))
     order = list(result.pipelines)
     ev = result.spec.evaluation
     info = {"test": ev.test, "correction": ev.correction, "alpha": ev.alpha, "n_queries": len(result.topics),

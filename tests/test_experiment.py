@@ -1,0 +1,143 @@
+"""`superb run` end to end on real Chorus data, real PISA and Terrier, and an LLM reranker on the fake server.
+
+Checks the results folder, the significance bookkeeping (identical system -> NaN, never a rejection), the usage
+columns, that a re-run repeats no LLM call, and that no API key reaches any written file.
+"""
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from superb.cli import main
+from fakeserver import FakeServer, Reply
+
+QUERIES = ["laptop", "bluetooth speaker", "aa battery", "hdmi cable", "monitor", "tablet"]
+
+
+def reverse_order(request):
+    """A listwise answer that reverses the shown candidates: "[n] > ... > [1]"."""
+    prompt = request["messages"][-1]["content"]
+    n = max(int(x) for x in re.findall(r"^\[(\d+)\]", prompt, flags=re.M))
+    return Reply(" > ".join(f"[{i}]" for i in range(n, 0, -1)))
+
+
+def identity_order(request):
+    prompt = request["messages"][-1]["content"]
+    n = max(int(x) for x in re.findall(r"^\[(\d+)\]", prompt, flags=re.M))
+    return Reply(" > ".join(f"[{i}]" for i in range(1, n + 1)))
+
+
+def write_spec(path, base_url, cache, *, reranked_model="fake-reverse"):
+    subset = ", ".join(f'"{q}"' for q in QUERIES)
+    path.write_text(f"""
+name = "e2e"
+description = "end-to-end test"
+[dataset]
+name = "chorus"
+[queries]
+subset = [{subset}]
+[evaluation]
+measures = ["P@5", "nDCG@10"]
+test = "randomization"
+n_resamples = 1000
+[llm]
+model = "{reranked_model}"
+base_urls = ["{base_url}"]
+api_key_env = "SUPERB_TEST_KEY"
+cache_path = "{cache}"
+[[pipelines]]
+name = "PISA BM25"
+first_stage = {{ engine = "pisa", model = "bm25", depth = 30 }}
+[[pipelines]]
+name = "PISA BM25 >> listwise"
+input = "PISA BM25"
+rerank = [ {{ type = "listwise", top_k = 10, fields = ["title"] }} ]
+[[pipelines]]
+name = "PISA BM25 >> shuffle"
+input = "PISA BM25"
+rerank = {{ type = "shuffle", seed = 3, top_k = 10 }}
+""")
+    return path
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch, chorus_mirror):
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SUPERB_TEST_KEY", "sk-testsecret0123456789abcdefXYZ")
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_run_writes_results_and_rerun_repeats_no_call(home, capsys):
+    out = home / "out"
+    with FakeServer(responder=reverse_order) as srv:
+        spec = write_spec(home / "e2e.toml", srv.base_url, home / "cache.sqlite")
+        assert main(["run", str(spec), "--out", str(out)]) == 0
+        first_calls = srv.requests
+        assert first_calls == len(QUERIES)  # one listwise window of 10 per query
+        assert main(["run", str(spec), "--out", str(out)]) == 0
+        assert srv.requests == first_calls, "the re-run must be served from the response cache"
+
+    for name in ["table.md", "table.csv", "perquery.csv", "usage.csv", "qrels.trec", "topics.tsv",
+                 "provenance.json", "systems.json", "cost.png"]:
+        assert (out / name).is_file(), name
+    systems = json.loads((out / "systems.json").read_text())
+    assert set(systems) == {"PISA BM25", "PISA BM25 >> listwise", "PISA BM25 >> shuffle"}
+    run = pd.read_csv(out / systems["PISA BM25 >> listwise"], sep=" ", header=None,
+                      names=["qid", "q0", "docno", "rank", "score", "tag"], dtype={"qid": str, "docno": str})
+    base = pd.read_csv(out / systems["PISA BM25"], sep=" ", header=None,
+                       names=["qid", "q0", "docno", "rank", "score", "tag"], dtype={"qid": str, "docno": str})
+    for qid, group in base.groupby("qid"):
+        top = group.sort_values("rank")["docno"].tolist()[:10]
+        reranked = run[run["qid"] == qid].sort_values("rank")["docno"].tolist()
+        assert reranked[:10] == top[::-1]  # the fake model reversed the top 10
+        assert sorted(reranked) == sorted(group["docno"])  # nothing dropped or invented
+    assert len(pd.read_csv(out / "topics.tsv", sep="\t", header=None)) == len(QUERIES)
+
+    usage = pd.read_csv(out / "usage.csv").set_index("system")
+    assert usage.loc["PISA BM25 >> listwise", "requests"] == len(QUERIES)
+    assert usage.loc["PISA BM25 >> listwise", "cache_hits"] == len(QUERIES)  # second run: all hits
+    assert usage.loc["PISA BM25 >> listwise", "calls"] == 0
+    assert usage.loc["PISA BM25", "requests"] == 0
+
+    table = pd.read_csv(out / "table.csv")
+    assert set(table["baseline"].dropna()) == {"PISA BM25"}
+    assert (table.dropna(subset=["baseline"])["family_size"] == 2).all()
+    md = (out / "table.md").read_text()
+    assert "paired randomization" in md.lower() or "randomization" in md
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix in {".md", ".csv", ".json", ".run", ".tsv", ".trec"}:
+            assert "sk-testsecret" not in path.read_text(), path
+    assert b"sk-testsecret" not in (home / "cache.sqlite").read_bytes()
+
+
+@pytest.mark.slow
+def test_identical_system_gets_nan_p_and_no_marker(home):
+    out = home / "out"
+    with FakeServer(responder=identity_order) as srv:
+        spec = write_spec(home / "e2e.toml", srv.base_url, home / "cache.sqlite", reranked_model="fake-identity")
+        assert main(["run", str(spec), "--out", str(out)]) == 0
+    table = pd.read_csv(out / "table.csv")
+    same = table[table["system"] == "PISA BM25 >> listwise"]
+    assert same["p"].isna().all() and not same["reject"].any()
+    assert (same["delta"] == 0).all()
+
+
+def test_bad_spec_exits_2_with_key_path(tmp_path, capsys):
+    spec = tmp_path / "bad.toml"
+    spec.write_text('name = "x"\n[dataset]\nname = "chorus"\n[[pipelines]]\nname = "a"\n'
+                    'first_stage = { engine = "lucene" }\n')
+    assert main(["run", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "pipelines[0].first_stage.engine" in err
+
+
+def test_help_lists_subcommands(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for command in ["run", "show", "compare", "llm", "judge"]:
+        assert command in text
