@@ -84,7 +84,7 @@ def test_parse_grade_and_distribution_pure():
     assert parse_grade("not relevant") == 0 and parse_grade("relevant") == 1
     assert parse_grade("product 2 gets grade 3") is None  # two different grades, none leading
     assert parse_grade("7") is None and parse_grade("") is None and parse_grade(None) is None
-    assert parse_grade("2.5") is None
+    assert parse_grade("2.5") is None and parse_grade("3.") == 3 and parse_grade("I'd say grade 2.") == 2
     dist = grade_distribution([TokenLogprob("2", -0.1, {"2": -0.1, " 3": -2.0, "x": -1.0})])
     assert set(dist) == {0, 1, 2, 3} and dist[0] == 0.0
     assert dist[2] == pytest.approx(0.904837 / (0.904837 + 0.135335), rel=1e-5)

@@ -26,14 +26,14 @@ def parse_grade(text: str | None, labels: Sequence[int] = (0, 1, 2, 3)) -> int |
     """
     if not text:
         return None
-    t = _PREFIX.sub("", text.strip()).strip().strip("*_`\"'[]() ").lower()
+    t = _PREFIX.sub("", text.strip()).strip().strip("*_`\"'[]() .,;:!").lower()
     if not t:
         return None
     allowed = {str(x): int(x) for x in labels}
-    lead = re.match(r"(\d+)(?![\d.])", t)
+    lead = re.match(r"(\d+)(?!\d|\.\d)", t)
     if lead:
         return allowed.get(lead.group(1))
-    found = {allowed[m] for m in re.findall(r"(?<![\w.])(\d+)(?![\w.])", t) if m in allowed}
+    found = {allowed[m] for m in re.findall(r"(?<!\w)(?<!\d\.)(\d+)(?!\w|\.\d)", t) if m in allowed}
     rest = t
     for word, grade in _WORDS:
         if word in rest and grade in allowed.values():
