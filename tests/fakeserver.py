@@ -11,7 +11,10 @@ Serves ``POST /v1/chat/completions``, ``GET /v1/models`` and ``POST /tokenize`` 
 * ``latency``: a fixed delay before every answer (the benchmark's model time).
 
 Counters for assertions: ``requests`` (chat requests received, faults included), ``max_in_flight``, ``received``
-(the request bodies, in arrival order).
+(the request bodies, in arrival order); over HTTP as ``GET /stats`` (reset with ``POST /reset``).
+
+Run standalone (own process, so its work does not share the client's GIL; used by bench/llm_client.py):
+``python tests/fakeserver.py --latency 0.2`` prints ``PORT <n>`` and serves until stdin closes.
 
     with FakeServer(responder=lambda req: "yes") as srv:
         client = LLMClient(LLMConfig(model="fake", base_urls=(srv.base_url,)), cache=None, usage=None)
@@ -20,6 +23,7 @@ Counters for assertions: ``requests`` (chat requests received, faults included),
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -188,6 +192,11 @@ class FakeServer:
 def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        wbufsize = -1  # buffered: headers and body leave in one segment (no Nagle/delayed-ACK 40 ms stalls)
+
+        def setup(self) -> None:
+            super().setup()
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return
@@ -209,7 +218,9 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             return json.loads(self.rfile.read(length) or b"{}")
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/") == "/v1/models":
+            if self.path.rstrip("/") == "/stats":  # counters, for a server running in another process
+                self._json(200, {"requests": server.requests, "max_in_flight": server.max_in_flight})
+            elif self.path.rstrip("/") == "/v1/models":
                 self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model", "owned_by": "fake"}]})
             else:
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
@@ -217,6 +228,10 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self._read_body()
             path = self.path.rstrip("/")
+            if path == "/reset":
+                server.reset_counters()
+                self._json(200, {})
+                return
             if path == "/tokenize":
                 self._json(200, {"tokens": list(range(count_tokens(body.get("content", ""))))})
                 return
@@ -249,8 +264,24 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, b'{"id": "x", "choices": [ this is not json')
             elif fault.kind == "drop":
                 self.close_connection = True
-                self.connection.close()
+                self.connection.shutdown(socket.SHUT_RDWR)
             else:
                 raise ValueError(f"unknown fault kind {fault.kind!r}")
 
     return Handler
+
+
+def main() -> None:
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(description="a fake OpenAI-compatible server answering 'ok'")
+    ap.add_argument("--latency", type=float, default=0.0)
+    args = ap.parse_args()
+    with FakeServer(latency=args.latency) as srv:
+        print(f"PORT {srv.port}", flush=True)
+        sys.stdin.read()  # until the parent closes our stdin
+
+
+if __name__ == "__main__":
+    main()
