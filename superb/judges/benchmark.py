@@ -134,6 +134,11 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
     rewrites = rewrite_queries(llm, topics, stats=stats)
     pool = pool_candidates(retriever, rewrites, pool_query)
     stats["queries_without_candidates"] = int((~rewrites["qid"].isin(set(pool["qid"]))).sum())
+    if pool.empty:
+        from superb.errors import DataError
+
+        raise DataError(f"the first stage found no candidates for any of the {len(rewrites)} queries; check the "
+                        f"data set's index and pool_query={pool_query!r}")
     records = judge.judge(pool)
 
     folder = Path(out_dir)
