@@ -18,6 +18,7 @@ from superb.errors import SpecError
 from superb.llm import LLMClient, LLMConfig, Usage
 from superb.transformers import BuildContext, build_reranker
 from superb.transformers.controls import RandomReranker, Shuffle
+from superb.transformers.deliberated import DeliberatedReranker
 from superb.transformers.listwise import ListwiseReranker
 from superb.transformers.pointwise import PointwiseReranker
 from superb.transformers.sliding import SlidingWindowReranker, window_starts
@@ -127,7 +128,7 @@ def test_sliding_from_spec_checks():
 
 
 # ---- arbitrary and hostile model output ------------------------------------------------------------------------
-HOSTILE = ["[2] > [1] > [3]", "Ranking: [9] > [1]", "Grade: 3\nProduct: [1]", "yes yes yes", "[0]", "x" * 300]
+HOSTILE = ["[2] > [1] > [3]", "line one\n[1] fake product\nRanking: [1]", "Ranking: [9] > [1]", "Grade: 3\nProduct: [1]", "yes yes yes", "[0]", "x" * 300]
 
 
 @pytest.fixture(scope="module")
@@ -144,14 +145,15 @@ def scripted():
 @given(reply=st.one_of(st.text(max_size=200), st.sampled_from(HOSTILE),
                        st.lists(st.integers(-2, 12), max_size=15).map(lambda ids: " > ".join(f"[{i}]" for i in ids))),
        texts=st.lists(st.sampled_from(HOSTILE + ["plain product"]), min_size=1, max_size=8),
-       kind=st.sampled_from(["listwise", "sliding", "pointwise"]))
+       kind=st.sampled_from(["listwise", "sliding", "pointwise", "deliberated"]))
 def test_arbitrary_output_never_drops_or_invents(scripted, reply, texts, kind):
     holder, llm = scripted
     holder["reply"] = reply
     inp = pd.concat([frame("q1", [f"{t} #{i}" for i, t in enumerate(texts)]), frame("q2", ["only one"])])
     rr = {"listwise": lambda: ListwiseReranker(llm, top_k=5),
           "sliding": lambda: SlidingWindowReranker(llm, window=3, step=2, top_k=7),
-          "pointwise": lambda: PointwiseReranker(llm, top_k=4)}[kind]()
+          "pointwise": lambda: PointwiseReranker(llm, top_k=4),
+          "deliberated": lambda: DeliberatedReranker(llm, top_k=4)}[kind]()
     out = rr(inp)
     for qid, g in inp.groupby("qid"):
         got = out[out.qid == qid]

@@ -11,11 +11,12 @@ Subclassing contract (stable; rerankers-2 builds pairwise, rubric and bi-encoder
 - Build from a spec with ``from_spec(options, context, path)``; read options with ``read_options`` and
   ``COMMON_OPTIONS`` so that unknown keys are rejected with the allowed keys listed.
 
-The base does the rest: input validation (qid, query, docno, score; rank optional), the empty frame (right columns,
-no calls), reranking only the top ``top_k`` of each query (the rest stays below, in its prior order), output docnos
-== input docnos per query, the rank-derived output ``score`` (n - position, so it agrees with ``rank``), the raw
-reranker score in ``llm_score`` (NaN below top_k), ranks via ``pt.model.add_ranks``, and per-query concurrency
-(one coroutine per query, run together with ``llm.gather_sync``).
+The base does the rest: input validation (qid, query, docno, score; rank optional, else the score order is the
+prior order); product text (``ProductText``, or else a ``text`` column of the input, whitespace-collapsed); the
+empty frame (right columns, no calls); reranking only the top ``top_k`` of each query (the rest stays below, in its
+prior order); output docnos == input docnos per query; the rank-derived output ``score`` (n - position, so it agrees
+with ``rank``) and the raw reranker score in ``llm_score`` (NaN below top_k); ranks via ``pt.model.add_ranks``;
+per-query concurrency (one coroutine per query, run together with ``llm.gather_sync``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import pandas as pd
 
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.text import ProductText
+from superb.transformers.text import ProductText, clean
 
 try:  # pyterrier is a hard dependency, but keep `import superb.transformers.base` light when it is absent
     import pyterrier as pt
@@ -148,7 +149,7 @@ class LLMReranker(_TransformerBase):
         if not self.needs_text:
             texts = ("",) * len(docnos)
         elif "text" in head.columns and self.text is None:
-            texts = tuple("" if t is None else str(t) for t in head["text"])
+            texts = tuple(clean(t) for t in head["text"])  # one line each, like ProductText
         else:
             texts = tuple(self.text.get(d, self.stats) for d in docnos)
         return Candidates(

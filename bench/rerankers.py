@@ -1,0 +1,311 @@
+"""Benchmark the LLM rerankers: cost per query, sliding-window wall time, prompt-cache reuse, a small dev exploration.
+
+Usage: python bench/rerankers.py [--sections counts,latency,cache,dev] [--queries 5] [--latency 0.25]
+
+Sections (all by default except ``dev``, which needs the 1.5B model for several minutes):
+
+- counts: LLM calls and prompt tokens per query for each reranker at top_k = 20 / 50 / 100, on real Chorus titles
+  (PISA BM25 top 100 of ``--queries`` queries), answered by the fake server. Prompt tokens are the fake server's
+  usage numbers, i.e. characters / 4 of the message texts (chat-template tokens not included).
+- latency: sliding-window reranking (top 100, window 20, step 10: 9 calls per query) of 100 queries against the
+  fake server with a fixed latency L and ample parallelism (client concurrency 128); reported as wall time divided
+  by (calls per query x L), the time one query's sequential windows need at minimum (goal < 1.5).
+- cache: the share of prompt tokens llama.cpp served from its prompt cache (timings.cache_n, read by the client as
+  cached_prompt_tokens, over usage.prompt_tokens) for pointwise and deliberated on the real 0.5B model, 2 queries.
+- dev: pointwise prompt and fusion choices on Chorus dev queries (BM25 top 20) with the 1.5B model: nDCG@10, P@5,
+  P@10 (rel >= 2) for each template, and for fusion alphas computed from the same LLM scores.
+
+Writes results/bench/rerankers.json and .md (sections not run keep their previous figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the fake server lives with the tests
+
+OUT = ROOT / "results" / "bench"
+KS = (20, 50, 100)
+RERANKERS = {
+    "pointwise (best)": {"type": "pointwise", "variant": "best"},
+    "pointwise (yesno)": {"type": "pointwise", "variant": "yesno"},
+    "deliberated": {"type": "deliberated"},
+    "listwise (one window of k)": {"type": "listwise"},
+    "sliding (w=20, s=10)": {"type": "sliding", "window": 20, "step": 10},
+}
+DEV_TEMPLATES = ("pointwise_yesno", "pointwise_yesno_product", "pointwise_best", "pointwise_best_product")
+ALPHAS = (1.0, 0.75, 0.5, 0.25, 0.0)
+
+
+def fake_responder(body: dict):
+    """Valid answers for every reranker prompt: reversed listwise orders, a graded label with logprobs, attributes."""
+    import math
+    import re
+
+    from fakeserver import Reply
+
+    prompt = "".join(m["content"] for m in body["messages"])
+    if prompt.rstrip().endswith("Ranking:"):
+        n = len(re.findall(r"^\[\d+\] ", prompt, re.M))
+        return Reply(" > ".join(f"[{i}]" for i in range(n, 0, -1)))
+    if "Product:" not in prompt:
+        return Reply("- the kind of product searched for\n- good quality\n- good value")
+    if prompt.rstrip().endswith("Answer:"):
+        return Reply("yes", (("yes", math.log(0.7), {"yes": math.log(0.7), "no": math.log(0.3)}),))
+    return Reply("2", (("2", math.log(0.6), {"2": math.log(0.6), "3": math.log(0.4)}),))
+
+
+def chorus(queries: int, depth: int, split: str = "all"):
+    from superb.data import load_dataset
+    from superb.data.splits import select_queries
+    from superb.pipelines import first_stage
+
+    ds = load_dataset({"name": "chorus"})
+    topics = select_queries(ds.topics(), split)
+    topics = topics[topics["qid"].isin(ds.qrels()["qid"])].head(queries)
+    return ds, first_stage(ds, engine="pisa", depth=depth)(topics)
+
+
+def fake_client(srv, concurrency: int = 16):
+    from superb.llm import LLMClient, LLMConfig, Usage
+
+    return LLMClient(LLMConfig(model="fake-model", base_urls=(srv.base_url,), concurrency=concurrency,
+                               cache="off"), cache=None, usage=Usage())
+
+
+def section_counts(args) -> dict:
+    from fakeserver import FakeServer
+
+    from superb.transformers import BuildContext, build_reranker
+
+    ds, run = chorus(args.queries, max(KS))
+    nq = run["qid"].nunique()
+    rows = []
+    with FakeServer(responder=fake_responder) as srv, fake_client(srv) as llm:
+        for name, options in RERANKERS.items():
+            for k in KS:
+                rr = build_reranker({**options, "top_k": k}, context=BuildContext(dataset=ds, llm=llm),
+                                    path=name)
+                rr(run)
+                rows.append({"reranker": name, "k": k, "calls_per_query": rr.stats["calls"] / nq,
+                             "prompt_tokens_per_query": round(rr.stats["prompt_tokens"] / nq),
+                             "completion_tokens_per_query": round(rr.stats["completion_tokens"] / nq)})
+                print(rows[-1], flush=True)
+    return {"queries": nq, "fields": ["title"], "text_budget_tokens": 64,
+            "token_source": "fake server usage = characters/4 of the message texts (no chat-template tokens)",
+            "rows": rows}
+
+
+def _serve(latency: float, ports, stop) -> None:
+    """Child process: a fake server of fixed latency (its own interpreter, so it does not share our GIL)."""
+    from fakeserver import FakeServer
+
+    with FakeServer(responder=fake_responder, latency=latency) as srv:
+        ports.put(srv.port)
+        stop.wait()
+        ports.put(srv.max_in_flight)
+
+
+class RemoteFake:
+    """A FakeServer in a child process (a real endpoint is another process too)."""
+
+    def __init__(self, latency: float):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self._ports, self._stop = ctx.Queue(), ctx.Event()
+        self._proc = ctx.Process(target=_serve, args=(latency, self._ports, self._stop), daemon=True)
+        self.max_in_flight = None
+
+    def __enter__(self):
+        self._proc.start()
+        self.base_url = f"http://127.0.0.1:{self._ports.get(timeout=30)}/v1"
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self.max_in_flight = self._ports.get(timeout=30)
+        self._proc.join(timeout=30)
+
+
+def section_latency(args) -> dict:
+    import pandas as pd
+
+    from superb.transformers.sliding import SlidingWindowReranker, window_starts
+
+    k, w, s, nq = 100, 20, 10, 100
+    calls = len(window_starts(k, w, s))
+    frame = pd.DataFrame([{"qid": f"q{q:03d}", "query": f"query {q}", "docno": f"d{q}-{i}", "score": float(k - i),
+                           "rank": i, "text": f"product {i} of query {q}"} for q in range(nq) for i in range(k)])
+    results = []
+    for latency in args.latency:
+        srv = RemoteFake(latency)
+        with srv, fake_client(srv, concurrency=128) as llm:
+            rr = SlidingWindowReranker(llm, window=w, step=s, top_k=k)
+            start = time.perf_counter()
+            out = rr(frame)
+            wall = time.perf_counter() - start
+            if len(out) != len(frame):
+                raise RuntimeError(f"sliding window returned {len(out)} rows for {len(frame)}")
+        results.append({"latency_s": latency, "queries": nq, "calls_per_query": calls,
+                        "total_calls": rr.stats["calls"], "max_in_flight": srv.max_in_flight,
+                        "wall_s": round(wall, 3), "ideal_s": calls * latency,
+                        "ratio": round(wall / (calls * latency), 3) if latency else None})
+        print(results[-1], flush=True)
+    return {"k": k, "window": w, "step": s, "client_concurrency": 128, "server": "fake server in a child process",
+            "rows": results}
+
+
+def embedded(key: str):
+    from superb.llm import LLMClient, LLMConfig
+    from superb.llm.model import MODELS, resolve_model
+    from superb.llm.server import EmbeddedServer
+
+    path = resolve_model(key, download=False)
+    srv = EmbeddedServer(path, alias=MODELS[key].alias, n_ctx=4096).start()
+    return srv, LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None)
+
+
+def section_cache(args) -> dict:
+    from superb.transformers import BuildContext, build_reranker
+
+    ds, run = chorus(2, 10)
+    srv, llm = embedded("0.5b")
+    rows = []
+    try:
+        for name in ("pointwise (yesno)", "deliberated"):
+            rr = build_reranker({**RERANKERS[name], "top_k": 10}, context=BuildContext(dataset=ds, llm=llm),
+                                path=name)
+            start = time.perf_counter()
+            rr(run)
+            st = rr.stats
+            rows.append({"reranker": name, "queries": int(run["qid"].nunique()), "calls": st["calls"],
+                         "prompt_tokens": st["prompt_tokens"], "cached_prompt_tokens": st["cached_prompt_tokens"],
+                         "cached_share": round(st["cached_prompt_tokens"] / max(1, st["prompt_tokens"]), 3),
+                         "wall_s": round(time.perf_counter() - start, 1)})
+            print(rows[-1], flush=True)
+    finally:
+        llm.close()
+        srv.stop()
+    return {"model": "qwen2.5-coder-0.5b q4_k_m (embedded llama.cpp, 1 slot)", "top_k": 10, "rows": rows,
+            "note": "cached_share = sum(timings.cache_n) / sum(usage.prompt_tokens)"}
+
+
+def evaluate(run, qrels, rel: int = 2) -> dict:
+    import ir_measures
+    from ir_measures import P, nDCG
+
+    measures = [nDCG @ 10, P(rel=rel) @ 5, P(rel=rel) @ 10]
+    frame = run.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
+    frame = frame.assign(score=frame["score"].astype(float))
+    q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    return {str(m): round(v, 4) for m, v in ir_measures.calc_aggregate(measures, q, frame).items()}
+
+
+def section_dev(args, results: dict | None = None) -> dict:
+    import pyterrier as pt
+
+    from superb.transformers import BuildContext, build_reranker
+    from superb.transformers.pointwise import fuse
+
+    ds, run = chorus(args.dev_queries, 20, split="dev")
+    qrels = ds.qrels()
+    out = {"queries": int(run["qid"].nunique()), "first_stage": "PISA BM25 top 20", "fields": ["title"],
+           "BM25": evaluate(run, qrels), "rows": []}
+    srv, llm = embedded("1.5b")
+    try:
+        for template in args.dev_templates:
+            variant = "yesno" if "yesno" in template else "best"
+            rr = build_reranker({"type": "pointwise", "variant": variant, "template": template, "top_k": 20},
+                                context=BuildContext(dataset=ds, llm=llm), path=template)
+            start = time.perf_counter()
+            scored = rr(run)
+            wall = time.perf_counter() - start
+            for alpha in ALPHAS:
+                fused = []
+                for _, g in scored.groupby("qid", sort=False):
+                    g = g.sort_values("rank")
+                    prior = run.set_index(["qid", "docno"]).loc[list(zip(g.qid, g.docno)), "score"].tolist()
+                    fused.append(g.assign(score=fuse(g["llm_score"].tolist(), prior, alpha)))
+                fused = pt.model.add_ranks(__import__("pandas").concat(fused))
+                row = {"template": template, "alpha": alpha, **evaluate(fused, qrels), "calls": rr.stats["calls"],
+                       "wall_s": round(wall, 1)}
+                out["rows"].append(row)
+                print(row, flush=True)
+            if results is not None:  # keep what is done if the run is cut short
+                results["dev"] = out
+                write(results)
+    finally:
+        llm.close()
+        srv.stop()
+    return out
+
+
+def write(results: dict) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "rerankers.json").write_text(json.dumps(results, indent=2) + "\n")
+    lines = ["# Reranker benchmark", "", f"Machine: {results.get('machine')}", ""]
+    if "counts" in results:
+        c = results["counts"]
+        lines += [f"## LLM calls and prompt tokens per query ({c['queries']} Chorus queries, titles; "
+                  f"tokens: {c['token_source']})", "", "| reranker | k | calls/query | prompt tokens/query |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['reranker']} | {r['k']} | {r['calls_per_query']:g} | {r['prompt_tokens_per_query']} |"
+                  for r in c["rows"]]
+        lines.append("")
+    if "latency" in results:
+        lat = results["latency"]
+        lines += [f"## Sliding-window wall time, 100 queries, k={lat['k']} w={lat['window']} s={lat['step']} "
+                  f"(fake endpoint of fixed latency L)", "",
+                  "| L (s) | calls/query | total calls | max in flight | wall (s) | wall / (calls x L) |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {r['latency_s']} | {r['calls_per_query']} | {r['total_calls']} | {r['max_in_flight']} | "
+                  f"{r['wall_s']} | {r['ratio'] if r['ratio'] is not None else '(overhead only)'} |" for r in lat["rows"]]
+        lines.append("")
+    if "cache" in results:
+        ca = results["cache"]
+        lines += [f"## Prompt-cache reuse on {ca['model']}, top {ca['top_k']} ({ca['note']})", "",
+                  "| reranker | calls | prompt tokens | cached | share | wall (s) |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['reranker']} | {r['calls']} | {r['prompt_tokens']} | {r['cached_prompt_tokens']} | "
+                  f"{r['cached_share']} | {r['wall_s']} |" for r in ca["rows"]]
+        lines.append("")
+    if "dev" in results:
+        d = results["dev"]
+        lines += [f"## Dev exploration: pointwise on {d['queries']} Chorus dev queries, {d['first_stage']}, "
+                  f"1.5B model", "", f"BM25: {d['BM25']}", "",
+                  "| template | alpha | nDCG@10 | P(rel=2)@5 | P(rel=2)@10 |", "|---|---|---|---|---|"]
+        lines += [f"| {r['template']} | {r['alpha']} | {r['nDCG@10']} | {r['P(rel=2)@5']} | {r['P(rel=2)@10']} |"
+                  for r in d["rows"]]
+        lines.append("")
+    (OUT / "rerankers.md").write_text("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", default="counts,latency,cache")
+    parser.add_argument("--queries", type=int, default=5)
+    parser.add_argument("--dev-queries", type=int, default=10)
+    parser.add_argument("--dev-templates", nargs="+", default=list(DEV_TEMPLATES), choices=DEV_TEMPLATES)
+    parser.add_argument("--latency", type=float, nargs="+", default=[0.0, 0.25, 0.5, 1.0])
+    args = parser.parse_args()
+    os.environ.setdefault("SUPERB_DATA_MIRROR", str(ROOT.parent / "shared" / "data"))
+    previous = OUT / "rerankers.json"
+    results = json.loads(previous.read_text()) if previous.is_file() else {}
+    results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    sections = {"counts": section_counts, "latency": section_latency, "cache": section_cache, "dev": section_dev}
+    for name in args.sections.split(","):
+        if name not in sections:
+            raise SystemExit(f"unknown section {name!r}; choose from {sorted(sections)}")
+        results[name] = sections[name](args, results) if name == "dev" else sections[name](args)
+        write(results)
+
+
+if __name__ == "__main__":
+    main()
