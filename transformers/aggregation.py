@@ -6,8 +6,8 @@ abstention (no decision). Strategies are objects with ``async rank(n, cmp) -> Ra
 * :class:`AllPairs` asks all n(n-1)/2 pairs (i before j in prior order), concurrently, and orders by Copeland
   score (1 per win, 0.5 per abstention); equal scores keep their prior order.
 * :class:`MergeSort` is a stable top-down merge sort: at most about n*log2(n) comparisons; the two halves of each
-  split are sorted concurrently. An abstention keeps the prior order (the element from the left run, which came first, goes
-  first).
+  split are sorted concurrently. An abstention keeps the prior order (the element from the left half, which came
+  first, goes first).
 
 Both are pure apart from awaiting ``cmp``; :func:`win_count_order` is the pure scoring of a finished set of decisions.
 """

@@ -111,22 +111,32 @@ class PairDecision:
     flags: frozenset[str] = field(default_factory=frozenset)
 
 
+def load_template(template: "str | PromptTemplate") -> "PromptTemplate":
+    """A template object from a name in superb/llm/prompts (or the object itself)."""
+    if isinstance(template, str):
+        from superb.llm.prompts import load_template as load
+
+        return load(template)
+    return template
+
+
 class PairwiseComparator:
     """Ask ``llm`` which of two products is more relevant to a query.
 
-    ``template`` renders with ``query``, ``lhs``, ``rhs`` (product texts) and ``allow_neither``; ``fields`` are the
-    product fields shown (see :func:`render_product`). Counters in ``stats``: pairs (pairs asked), calls, failed_calls,
-    decisions, abstentions (no decision, any reason), neither (model chose Neither), disagreements (the two orders
-    named different winners), unparseable (answers matching no label), forced_neither (Neither although not allowed).
+    ``template`` (a name such as "pairwise_compare", or a loaded template) renders with ``query``, ``lhs``, ``rhs``
+    (product texts) and ``allow_neither``; ``fields`` are the product fields shown (see :func:`render_product`).
+    Counters in ``stats``: pairs (pairs asked), calls, failed_calls, decisions, abstentions (no decision, any reason),
+    neither (model chose Neither), disagreements (the two orders named different winners), unparseable (answers
+    matching no label), forced_neither (Neither although not allowed).
     """
 
-    def __init__(self, llm: AsyncLLM, template: PromptTemplate, fields: Sequence[str] = ("title",),
-                 allow_neither: bool = False, both_orders: bool = False, *, max_chars: int = 600,
-                 max_tokens: int = 8, tag: str = "pairwise"):
+    def __init__(self, llm: AsyncLLM, template: str | PromptTemplate = "pairwise_compare",
+                 fields: Sequence[str] = ("title",), allow_neither: bool = False, both_orders: bool = False, *,
+                 max_chars: int = 600, max_tokens: int = 8, tag: str = "pairwise"):
         if not fields:
             raise ValueError("PairwiseComparator: fields is empty; give at least one product field, e.g. ['title']")
         self.llm = llm
-        self.template = template
+        self.template = load_template(template)
         self.fields = tuple(fields)
         self.allow_neither = bool(allow_neither)
         self.both_orders = bool(both_orders)

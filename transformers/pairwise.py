@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
+from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.transformers.aggregation import AllPairs, MergeSort, strategy as make_strategy
 from superb.transformers.base import (
@@ -26,8 +27,6 @@ DEFAULT_TEMPLATE = "pairwise_compare"
 
 
 def _bool(value: Any, path: str) -> bool:
-    from superb.errors import SpecError
-
     if not isinstance(value, bool):
         raise SpecError(path, f"expected true or false, got {value!r}")
     return value
@@ -40,15 +39,6 @@ OPTIONS: dict[str, Opt] = {
     "allow_neither": Opt(False, _bool),
     "both_orders": Opt(False, _bool),
 }
-
-
-def load(template: str | PromptTemplate) -> PromptTemplate:
-    """A template object from a name in superb/llm/prompts (or the object itself)."""
-    if isinstance(template, str):
-        from superb.llm.prompts import load_template
-
-        return load_template(template)
-    return template
 
 
 class _Counted:
@@ -77,7 +67,7 @@ class PairwiseReranker(LLMReranker):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
         self.strategy: AllPairs | MergeSort = make_strategy(strategy)
         # Candidates arrive as rendered text (ProductText, already within its token budget): passed as strings.
-        self.comparator = PairwiseComparator(_Counted(self), load(template), fields=("text",),
+        self.comparator = PairwiseComparator(_Counted(self), template, fields=("text",),
                                              allow_neither=allow_neither, both_orders=both_orders,
                                              max_chars=10**6, max_tokens=answer_tokens, tag=self.tag)
 

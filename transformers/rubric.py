@@ -27,7 +27,7 @@ from superb.transformers.base import (
     COMMON_OPTIONS, Candidates, LLMReranker, Opt, positive_int, product_text, read_options, require_llm,
     scores_from_order,
 )
-from superb.transformers.comparator import AsyncLLM, PromptTemplate
+from superb.transformers.comparator import AsyncLLM, PromptTemplate, load_template
 from superb.transformers.text import ProductText, clean
 
 MAX_RUBRICS = 8
@@ -151,8 +151,9 @@ def parse_selection(text: str, k: int, m: int) -> tuple[list[int], Counter]:
     """The selected candidates (0-based positions, best first, at most ``m``) from an answer naming 1-based ids.
 
     Accepts bracketed ids "[3] > [1]" (two or more) or a JSON list of ids ([3, 1, "7"], or an object holding one);
-    else a single bracketed id or bare integers (counted as selection_repaired). Ids outside 1..k (selection_invalid), repeats (selection_duplicate) and ids beyond m
-    (selection_truncated) are dropped and counted; no usable id -> [] (selection_empty)."""
+    else a single bracketed id or bare integers (counted as selection_repaired). Ids outside 1..k
+    (selection_invalid), repeats (selection_duplicate) and ids beyond m (selection_truncated) are dropped and
+    counted; no usable id -> [] (selection_empty)."""
     counts: Counter = Counter()
     bracketed = [int(x) for x in re.findall(r"\[\s*(\d{1,4})\s*\]", text or "")]
     ids: list[int] | None = bracketed if len(bracketed) >= 2 else None  # RankGPT style "[3] > [1] > [2]"
@@ -249,14 +250,6 @@ def rubric_reward(weights: Sequence[float], scores: Sequence[float]) -> float:
 
 # ---- prompts and LLM calls ------------------------------------------------------------------------------------
 
-def _load(name: str | PromptTemplate) -> PromptTemplate:
-    if isinstance(name, str):
-        from superb.llm.prompts import load_template
-
-        return load_template(name)
-    return name
-
-
 def _rubric_lines(rubrics: Sequence[Rubric]) -> list[dict[str, Any]]:
     return [{"id": i + 1, "name": r.name, "level": r.level, "weight": r.weight, "description": r.description}
             for i, r in enumerate(rubrics)]
@@ -279,7 +272,7 @@ class RubricReward:
 
     def __init__(self, llm: AsyncLLM, template: str | PromptTemplate = "rubric_score", *, max_tokens: int = 160,
                  tag: str = "rubric_reward"):
-        self.llm, self.template, self.max_tokens, self.tag = llm, _load(template), max_tokens, tag
+        self.llm, self.template, self.max_tokens, self.tag = llm, load_template(template), max_tokens, tag
         self.stats: Counter = Counter()
 
     async def score(self, query: str, rubrics: Sequence[Rubric], texts: Sequence[str]) -> SetScore:
@@ -323,7 +316,7 @@ class RubricReranker(LLMReranker):
         if int(m) < 1:
             raise ValueError(f"RubricReranker: m must be >= 1, got {m!r}")
         self.m = int(m)
-        self.rubric_template, self.select_template = _load(rubric_template), _load(select_template)
+        self.rubric_template, self.select_template = load_template(rubric_template), load_template(select_template)
         self.selections: dict[str, tuple[list[Rubric], list[str]]] = {}
 
     def __repr__(self) -> str:
@@ -363,6 +356,7 @@ class RubricReranker(LLMReranker):
         rubrics = await self.rubrics(cands.query)
         chosen = await self.select(cands.query, rubrics, cands.texts)
         self.stats["selected"] += len(chosen)
-        rest = [i for i in range(len(cands)) if i not in set(chosen)]
+        taken = set(chosen)
+        rest = [i for i in range(len(cands)) if i not in taken]
         self.selections[cands.qid] = (rubrics, [cands.docnos[i] for i in chosen])
         return scores_from_order(chosen + rest)
