@@ -165,11 +165,12 @@ def test_gather_sync_from_sync_code_and_from_a_running_loop():
 
         async def inside_a_loop() -> list[str]:  # e.g. Jupyter: a sync helper called while a loop runs
             direct = await client.acomplete(req("direct"))  # awaited on a foreign loop
-            synced = await asyncio.to_thread(client.gather_sync, [one_query("z")])
-            return [direct.text, *synced[0]]
+            blocking = client.gather_sync([one_query("y")])  # called straight from a coroutine of that loop
+            threaded = await asyncio.to_thread(client.gather_sync, [one_query("z")])
+            return [direct.text, *blocking[0], *threaded[0]]
 
-        assert asyncio.run(inside_a_loop()) == ["ok"] * 4
-        assert srv.requests == 12 + 4
+        assert asyncio.run(inside_a_loop()) == ["ok"] * 7
+        assert srv.requests == 12 + 7
 
 
 def test_sync_helper_on_the_client_loop_raises_instead_of_deadlocking():
@@ -231,3 +232,28 @@ def test_usage_is_thread_safe():
     assert usage.row("t").calls == 8000 and usage.total().prompt_tokens == 16000
     assert usage.estimated_cost({"m": {"prompt": 1.0, "completion": 2.0}}) == pytest.approx(16000 / 1e6)
     assert list(usage.to_frame().columns[:3]) == ["tag", "model", "calls"]
+
+
+def test_ctrl_c_during_a_sync_wait_cancels_the_work():
+    import _thread
+
+    with FakeServer(latency=0.2) as srv, make(srv, concurrency=1) as client:
+        threading.Timer(0.5, _thread.interrupt_main).start()  # Ctrl-C while complete_many waits
+        with pytest.raises(KeyboardInterrupt):
+            client.complete_many([req(f"q{i}") for i in range(20)])
+        time.sleep(0.3)
+        seen = srv.requests
+        time.sleep(0.6)
+        assert srv.requests == seen and seen < 8  # nothing more was sent after the interrupt
+
+
+def test_a_coroutine_raising_timeouterror_is_not_mistaken_for_a_wait_slice():
+    with FakeServer() as srv, make(srv) as client:
+
+        async def times_out():
+            raise TimeoutError("from the coroutine")
+
+        start = time.perf_counter()
+        with pytest.raises(TimeoutError, match="from the coroutine"):
+            client.run(times_out())
+        assert time.perf_counter() - start < 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import time
 from dataclasses import dataclass, replace
@@ -27,6 +28,7 @@ from superb.llm.types import ChatRequest, Completion, TokenLogprob
 from superb.llm.usage import Usage
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 300.0
 PROGRESS_MIN = 20  # complete_many shows a progress bar from this many requests
@@ -105,7 +107,7 @@ class _ClientBase:
 
     def close(self) -> None:
         """Close connections and stop the private loop. The cache is the caller's to close."""
-        if self._runner._loop is not None and not self._runner.in_loop():
+        if self._runner.started and not self._runner.in_loop():
             self._runner.run(self._aclose())
         self._runner.close()
 
@@ -230,7 +232,10 @@ class LLMClient(_ClientBase):
                 return completion
             if not outcome.retryable or attempts > self.config.max_retries:
                 break
-            await asyncio.sleep(self._delay(attempts, outcome.retry_after))
+            delay = self._delay(attempts, outcome.retry_after)
+            log.info("retry %d/%d in %.2f s: %s, model %s, status %s", attempts, self.config.max_retries, delay,
+                     ep.url, self.model, outcome.status)
+            await asyncio.sleep(delay)
         self.usage.record(request.tag, self.model, calls=1, failures=1, retries=attempts - 1, wait_s=waited)
         message = (f"LLM call failed after {attempts} attempt(s): endpoint {ep.url}, model {self.model}, "
                    f"status {outcome.status}: {outcome.detail}")

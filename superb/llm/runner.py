@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Awaitable, Coroutine, Iterable, TypeVar
 
 T = TypeVar("T")
@@ -42,6 +43,10 @@ class LoopThread:
                 self._loop = loop
             return self._loop
 
+    @property
+    def started(self) -> bool:
+        return self._loop is not None and not self._loop.is_closed()
+
     def in_loop(self) -> bool:
         """True when the calling code runs on this loop's thread."""
         return self._thread is not None and threading.current_thread() is self._thread
@@ -57,7 +62,17 @@ class LoopThread:
                 "a synchronous LLM helper (run/gather_sync/complete_many) was called from a coroutine running on the "
                 "client's own loop; await the coroutine instead"
             )
-        return self.submit(coro).result()
+        future = self.submit(coro)
+        try:
+            while True:  # wait in slices so a pending Ctrl-C is raised here promptly, whatever delivered it
+                try:
+                    return future.result(timeout=0.25)
+                except FutureTimeout:
+                    if future.done():  # the coroutine's own TimeoutError, not the wait's
+                        raise
+        except BaseException:  # Ctrl-C (KeyboardInterrupt) in the waiting thread: stop the work, not just the wait
+            future.cancel()
+            raise
 
     async def delegate(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await `coro` on the private loop from any other running loop."""
