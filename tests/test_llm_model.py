@@ -6,6 +6,7 @@ import hashlib
 import io
 import sys
 import urllib.error
+import urllib.request
 
 import pytest
 
@@ -151,24 +152,27 @@ def test_embedded_model_names():
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_real_small_model_answers_with_logprobs_through_the_client(monkeypatch):
-    """The real 0.5B model (shared, verified file in SUPERB_HOME's model dir) served in-process, one call."""
-    from superb.llm import ChatRequest, LLMClient, Usage
-    from superb.llm.server import EmbeddedServer
+def test_real_small_model_answers_with_logprobs_through_the_client(tmp_path):
+    """The real 0.5B model, resolved from the shared SUPERB_HOME model dir (joined and verified once), served by
+    EmbeddedServer through open_llm, one call with logprobs; the repeat is a cache hit. The cache is the test's own."""
+    from superb.llm import ChatRequest, Usage, open_llm
 
-    path = resolve_model("0.5b", download=False)
     usage = Usage()
-    with EmbeddedServer(path, "qwen2.5-coder-0.5b-instruct-q4_k_m", n_ctx=1024) as srv:
-        cfg = LLMConfig(model=srv.alias, base_urls=(srv.base_url,), timeout_s=120)
-        with LLMClient(cfg, cache=None, usage=usage) as client:
-            req = ChatRequest.chat("Answer with one word: yes or no.", "Is water wet?", max_tokens=2,
-                                   logprobs=True, top_logprobs=5, tag="e2e")
-            c = client.complete(req)
-    assert not srv.running
+    cfg = LLMConfig(embedded_model="0.5b", n_ctx=1024, timeout_s=120, cache_path=str(tmp_path / "cache.sqlite"))
+    req = ChatRequest.chat("Answer with one word: yes or no.", "Is water wet?", max_tokens=2, logprobs=True,
+                           top_logprobs=5, tag="e2e")
+    with open_llm(cfg, usage=usage) as client:
+        server_url = client.config.base_urls[0]
+        c = client.complete(req)
+        again = client.complete(req)
+    assert client.model == "qwen2.5-coder-0.5b-instruct-q4_k_m" and server_url.startswith("http://127.0.0.1:")
     assert not c.failed, c.error
     assert c.text.strip()
     assert c.logprobs and len(c.logprobs[0].top) == 5
     assert c.logprobs[0].token in c.logprobs[0].top
     assert c.prompt_tokens > 10 and 1 <= c.completion_tokens <= 2
+    assert again.from_cache and again.text == c.text and again.logprobs == c.logprobs
+    with pytest.raises(urllib.error.URLError):  # the server stopped with the block
+        urllib.request.urlopen(f"{server_url}/models", timeout=5)
     row = usage.row("e2e")
-    assert row.calls == 1 and row.prompt_tokens == c.prompt_tokens and row.failures == 0
+    assert (row.calls, row.cache_hits, row.failures) == (1, 1, 0) and row.prompt_tokens == c.prompt_tokens
