@@ -7,6 +7,8 @@ import pytest
 from fakeserver import FakeServer
 from superb.llm import ChatRequest, Completion, DryRunClient, LLMConfig, ResponseCache
 
+REMOTE = LLMConfig(model="m", base_urls=("http://127.0.0.1:9/v1",))  # never contacted
+
 
 @pytest.fixture(autouse=True)
 def _home(tmp_path, monkeypatch):
@@ -15,7 +17,7 @@ def _home(tmp_path, monkeypatch):
 
 def test_counts_calls_and_estimates_tokens_without_calling():
     reqs = [ChatRequest.chat("s" * 8, "u" * 40, max_tokens=3, tag="pw") for _ in range(5)]
-    with DryRunClient(LLMConfig(model="m", base_urls=("http://127.0.0.1:9/v1",))) as client:
+    with DryRunClient(REMOTE) as client:
         out = client.complete_many(reqs)
     assert all(c.failed and c.error == "dry-run" and c.text == "" for c in out)
     row = client.usage.row("pw")
@@ -24,7 +26,7 @@ def test_counts_calls_and_estimates_tokens_without_calling():
 
 
 def test_uses_the_server_tokenizer_when_given():
-    with FakeServer() as srv, DryRunClient(LLMConfig(model="m"), tokenize_url=srv.base_url[:-3]) as client:
+    with FakeServer() as srv, DryRunClient(REMOTE, tokenize_url=srv.base_url[:-3]) as client:
         c = client.complete(ChatRequest.chat(None, "x" * 41))
         assert srv.requests == 0  # no chat call was made
     assert c.prompt_tokens == 41 // 4 + 4  # the fake tokenizer: 4 chars per token (floor), plus the message
@@ -35,13 +37,20 @@ def test_cache_hits_are_served_and_misses_counted_even_read_only(tmp_path):
     hit_req = ChatRequest.chat(None, "cached")
     with ResponseCache(path) as cache:
         cache.put("m", hit_req, Completion(text="yes", prompt_tokens=7))
-    with ResponseCache(path, "read-only") as cache, DryRunClient(LLMConfig(model="m"), cache=cache) as client:
+    with ResponseCache(path, "read-only") as cache, DryRunClient(REMOTE, cache=cache) as client:
         hit, miss = client.complete_many([hit_req, ChatRequest.chat(None, "new")])
     assert hit.text == "yes" and hit.from_cache and not hit.failed
     assert miss.failed and miss.error == "dry-run"
     assert (client.usage.total().cache_hits, client.usage.total().dry_run) == (1, 1)
 
 
-def test_default_model_is_the_embedded_one():
+def test_default_model_is_the_embedded_one(monkeypatch):
+    monkeypatch.delenv("SUPERB_MODEL_PATH", raising=False)
     with DryRunClient() as client:
         assert client.model == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+
+def test_dry_run_keys_the_cache_like_a_real_run_would(monkeypatch):
+    monkeypatch.delenv("SUPERB_MODEL_PATH", raising=False)
+    with DryRunClient(LLMConfig(model="qwen2.5-coder-1.5b")) as a, DryRunClient(LLMConfig(embedded_model="1.5b")) as b:
+        assert a.model == b.model == "qwen2.5-coder-1.5b-instruct-q4_k_m"

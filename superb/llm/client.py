@@ -71,8 +71,13 @@ class _ClientBase:
         bar = tqdm(total=len(requests), desc=desc or f"LLM {self.model}", unit="call",
                    disable=len(requests) < PROGRESS_MIN, leave=False)
 
+        counts = {"cached": 0, "failed": 0}
+
         async def one(request: ChatRequest) -> Completion:
             completion = await self._complete(request)
+            counts["cached"] += completion.from_cache
+            counts["failed"] += completion.failed
+            bar.set_postfix(counts, refresh=False)
             bar.update(1)
             return completion
 

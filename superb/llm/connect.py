@@ -8,7 +8,9 @@ The client is the caller's for the duration; leaving the block closes the client
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from superb import paths
@@ -31,6 +33,19 @@ def embedded_model_key(config: LLMConfig) -> str:
                                  f"to an endpoint serving it, or use one of: {', '.join(sorted(ALIASES))}")
 
 
+def model_id(config: LLMConfig) -> str:
+    """The model id requests carry (and the cache keys on). Embedded: the canonical alias of the pinned file, so
+    "1.5b", "qwen2.5-coder-1.5b" and the default all share cache entries; an explicit file: llm.model or its stem."""
+    if not config.embedded:
+        return config.model
+    explicit = config.model_path or os.environ.get("SUPERB_MODEL_PATH")
+    if explicit:
+        return config.model or Path(explicit).stem
+    from superb.llm.model import MODELS
+
+    return MODELS[embedded_model_key(config)].alias
+
+
 def open_cache(config: LLMConfig) -> ResponseCache | None:
     if config.cache == "off":
         return None
@@ -46,13 +61,11 @@ def connect(config: LLMConfig, *, usage: Usage | None = None) -> tuple[LLMClient
             stack.callback(cache.close)
         info: dict[str, Any] = {"cache": None if cache is None else {"path": str(cache.path), "mode": cache.mode}}
         if config.embedded:
-            from superb.llm.model import MODELS, resolve_model
+            from superb.llm.model import resolve_model
             from superb.llm.server import EmbeddedServer
 
-            key = embedded_model_key(config)
-            path = resolve_model(key, config.model_path)
-            alias = (config.model or path.stem) if (config.model_path or path.name != MODELS[key].filename) \
-                else MODELS[key].alias
+            alias = model_id(config)
+            path = resolve_model(embedded_model_key(config), config.model_path)
             server = stack.enter_context(EmbeddedServer(path, alias, n_ctx=config.n_ctx, n_parallel=config.n_parallel,
                                                         threads=config.threads))
             # Queue on the client rather than in the server, so queued requests do not run down their timeout.

@@ -35,13 +35,10 @@ class DryRunClient(_ClientBase):
     def __init__(self, config: LLMConfig | None = None, *, cache: ResponseCache | None = None,
                  usage: Usage | None = None, tokenize_url: str | None = None):
         super().__init__()
-        self.config = config or LLMConfig()
-        if self.config.model:
-            self.model = self.config.model
-        else:
-            from superb.llm.model import MODELS
+        from superb.llm.connect import model_id
 
-            self.model = MODELS[self.config.embedded_model].alias
+        self.config = config or LLMConfig()
+        self.model = model_id(self.config)  # the id a real run would key its cache on
         self.cache = cache
         self.usage = usage if usage is not None else Usage()
         self.tokenize_url = tokenize_url.rstrip("/") if tokenize_url else None
