@@ -206,6 +206,8 @@ def test_config_from_spec_rejects_unknown_keys_and_bad_values():
         LLMConfig.from_spec({"cache": "sometimes"})
     with pytest.raises(SpecError, match="model"):
         LLMConfig.from_spec({"base_urls": ["http://x/v1"]})
+    with pytest.raises(SpecError, match="llm.prices.gpt"):
+        LLMConfig.from_spec({"prices": {"gpt": {"prompt": "cheap"}}})
     cfg = LLMConfig.from_spec({"model": "m", "base_urls": "http://127.0.0.1:1/v1", "concurrency": 8})
     assert cfg.base_urls == ("http://127.0.0.1:1/v1",) and cfg.concurrency == 8 and cfg.api_key() == "not-needed"
 

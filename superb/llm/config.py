@@ -91,7 +91,8 @@ class LLMConfig:
         if self.base_urls and not self.model:
             raise bad("model", "base_urls is set, so model (the id the endpoint serves) is required")
         for model, price in self.prices.items():
-            if not isinstance(price, dict) or set(price) - {"prompt", "completion"}:
+            if (not isinstance(price, dict) or set(price) - {"prompt", "completion"}
+                    or not all(isinstance(v, (int, float)) and v >= 0 for v in price.values())):
                 raise bad(f"prices.{model}", f"expected {{prompt = $/1M, completion = $/1M}}, found {price!r}")
 
     def with_(self, **changes: Any) -> "LLMConfig":
