@@ -216,7 +216,7 @@ def test_remote_endpoint_without_key_names_the_variable(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     cfg = LLMConfig(model="m", base_urls=("https://api.example.com/v1",), api_key_env="NO_SUCH_KEY_VAR")
     with pytest.raises(LLMError, match="NO_SUCH_KEY_VAR"):
-        cfg.api_key()
+        LLMClient(cfg)
 
 
 def test_usage_is_thread_safe():

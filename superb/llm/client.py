@@ -149,6 +149,7 @@ class LLMClient(_ClientBase):
                            "superb.llm.open_llm(config), which starts the server and fills in its URL")
         if not config.model:
             raise LLMError("LLMClient needs llm.model: the model id the endpoint serves")
+        config.api_key()  # fail now, naming the variable, if a remote endpoint has no key (the value is not kept)
         self.config = config
         self.model = config.model
         self.cache = cache
