@@ -4,6 +4,7 @@ against the fake OpenAI server, and docnos preserved under arbitrary model outpu
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 
 import pandas as pd
@@ -20,6 +21,9 @@ from superb.transformers.comparator import PairwiseComparator, parse_pairwise_an
 from superb.transformers.pairwise import PairwiseReranker
 from superb.transformers.registry import BuildContext, build_reranker
 from fakeserver import Fault, FakeServer
+
+
+_HOME_AT_IMPORT = os.environ.get("SUPERB_HOME")  # the real-model tests reuse the shared model file from here
 
 
 @pytest.fixture(autouse=True)
@@ -302,3 +306,44 @@ def test_docnos_preserved_for_any_model_output(answers, sizes, top_k, strategy, 
         got = out[out.qid == qid]
         assert sorted(got["docno"]) == sorted(group["docno"])
         assert sorted(got["rank"]) == list(range(len(group)))
+
+
+# ---- the real embedded 0.5B model (one Chorus query): the whole path works, not that the model is good ---------
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_pairwise_real_small_model_on_chorus(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from superb.errors import DataError, MissingDependencyError
+    from superb.llm.model import MODELS, resolve_model
+    from superb.llm.server import EmbeddedServer
+
+    mirror = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+    if not (mirror / "chorus-icecat").is_dir():
+        pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
+    try:
+        with pytest.MonkeyPatch.context() as mp:  # the shared, verified model file of the default SUPERB_HOME
+            if _HOME_AT_IMPORT is None:
+                mp.delenv("SUPERB_HOME", raising=False)
+            else:
+                mp.setenv("SUPERB_HOME", _HOME_AT_IMPORT)
+            model = resolve_model("0.5b", download=False)
+    except (DataError, MissingDependencyError, FileNotFoundError) as e:
+        pytest.skip(f"the 0.5B model is not available offline: {e}")
+    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))
+    from superb.data import load_dataset
+    from superb.pipelines import first_stage
+
+    ds = load_dataset({"name": "chorus"})
+    topics = ds.topics()
+    run = first_stage(ds, engine="pisa", depth=6)(topics[topics["query"] == "aa battery"])
+    with EmbeddedServer(model, alias=MODELS["0.5b"].alias, n_ctx=2048) as srv, \
+            LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None) as llm:
+        rr = build_reranker({"type": "pairwise", "top_k": 4, "strategy": "sort", "both_orders": True},
+                            context=BuildContext(dataset=ds, llm=llm), path="e2e.pairwise")
+        out = rr(run)
+    assert sorted(out["docno"]) == sorted(run["docno"])
+    assert rr.stats["failures"] == 0 and rr.stats["calls"] == 2 * rr.stats["comparisons"] > 0
+    assert rr.stats["pairwise_unparseable"] <= rr.stats["calls"] // 2  # the model mostly answers LHS/RHS
+    assert rr.stats["pairwise_decisions"] + rr.stats["pairwise_abstentions"] == rr.stats["comparisons"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 
 import pandas as pd
@@ -21,6 +22,9 @@ from superb.transformers.rubric import (
     DEFAULT_RUBRICS, Rubric, RubricReranker, RubricReward, json_values, parse_rubric_scores, parse_rubrics,
     parse_selection, rubric_reward,
 )
+
+
+_HOME_AT_IMPORT = os.environ.get("SUPERB_HOME")  # the real-model tests reuse the shared model file from here
 
 
 @pytest.fixture(autouse=True)
@@ -202,7 +206,7 @@ def test_both_calls_failing_keeps_prior_order():
 
 def test_rubric_reward_scores_sets_at_equal_budgets():
     with FakeServer(responder=rubric_responder) as srv, client(srv) as llm:
-        reward = RubricReward(llm)
+        reward = RubricReward(llm, max_tokens=60)
         a, b = asyncio.run(reward.compare("water bottle", R3, ["p3", "p1"], ["p0", "p2"]))
         assert srv.requests == 2
         with pytest.raises(ValueError, match="equal budgets"):
@@ -256,3 +260,49 @@ def test_docnos_preserved_for_any_model_output(outputs, sizes, top_k, m):
         assert sorted(got["docno"]) == sorted(group["docno"])
         assert sorted(got["rank"]) == list(range(len(group)))
         assert len(rr.selections[qid][1]) <= min(m, top_k)
+
+
+# ---- the real embedded 0.5B model (one Chorus query): the whole path works, not that the model is good ---------
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_rubric_real_small_model_on_chorus(monkeypatch):
+    from pathlib import Path
+
+    from superb.errors import DataError, MissingDependencyError
+    from superb.llm.model import MODELS, resolve_model
+    from superb.llm.server import EmbeddedServer
+
+    mirror = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+    if not (mirror / "chorus-icecat").is_dir():
+        pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
+    try:
+        with pytest.MonkeyPatch.context() as mp:  # the shared, verified model file of the default SUPERB_HOME
+            if _HOME_AT_IMPORT is None:
+                mp.delenv("SUPERB_HOME", raising=False)
+            else:
+                mp.setenv("SUPERB_HOME", _HOME_AT_IMPORT)
+            model = resolve_model("0.5b", download=False)
+    except (DataError, MissingDependencyError, FileNotFoundError) as e:
+        pytest.skip(f"the 0.5B model is not available offline: {e}")
+    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))
+    from superb.data import load_dataset
+    from superb.pipelines import first_stage
+    from superb.transformers.text import ProductText
+
+    ds = load_dataset({"name": "chorus"})
+    topics = ds.topics()
+    run = first_stage(ds, engine="pisa", depth=10)(topics[topics["query"] == "laptop"])
+    with EmbeddedServer(model, alias=MODELS["0.5b"].alias, n_ctx=4096) as srv, \
+            LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None) as llm:
+        rr = RubricReranker(llm, text=ProductText(ds, fields=("title",)), top_k=6, m=3, rubric_tokens=200)
+        out = rr(run)
+        rubrics, selected = rr.selections[run["qid"].iloc[0]]
+        text = ProductText(ds, fields=("title",))
+        head = [text.get(d) for d in out.sort_values("rank")["docno"]]
+        reward = RubricReward(llm, max_tokens=60)
+        a, b = asyncio.run(reward.compare("laptop", rubrics, head[:3], list(reversed(head[-3:]))))
+    assert sorted(out["docno"]) == sorted(run["docno"])
+    assert rr.stats["failures"] == 0 and rr.stats["calls"] == 2
+    assert 1 <= len(rubrics) <= 8 and len(selected) <= 3
+    assert 0.0 <= a.reward <= 1.0 and 0.0 <= b.reward <= 1.0 and reward.stats["failed_calls"] == 0

@@ -152,7 +152,7 @@ class BiEncoderReranker(LLMReranker):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts``, memoised by text."""
         self.stats["embedding_cache_hits"] += sum(t in self._memo for t in texts)
-        todo = sorted({t for t in texts if t not in self._memo})
+        todo = sorted({t for t in texts if t not in self._memo}, key=len)  # similar lengths batch with less padding
         if todo:
             for t, v in zip(todo, self.encoder.encode(todo)):
                 self._memo[t] = v

@@ -311,11 +311,12 @@ class RubricReranker(LLMReranker):
 
     def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20, m: int = 10,
                  rubric_template: str | PromptTemplate = "rubric_generate",
-                 select_template: str | PromptTemplate = "rubric_select", tag: str = ""):
+                 select_template: str | PromptTemplate = "rubric_select", rubric_tokens: int = 400, tag: str = ""):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
         if int(m) < 1:
             raise ValueError(f"RubricReranker: m must be >= 1, got {m!r}")
         self.m = int(m)
+        self.rubric_tokens = int(rubric_tokens)  # generation budget of the rubric call (a JSON list of <= 8 rubrics)
         self.rubric_template, self.select_template = load_template(rubric_template), load_template(select_template)
         self.selections: dict[str, tuple[list[Rubric], list[str]]] = {}
 
@@ -331,7 +332,7 @@ class RubricReranker(LLMReranker):
     async def rubrics(self, query: str) -> list[Rubric]:
         prompt = self.rubric_template.render(query=query, meta=_rubric_lines(DEFAULT_RUBRICS))
         comp = await self.complete(ChatRequest.chat(None, prompt, template=self.rubric_template.id,
-                                                    max_tokens=400, tag=self.tag))
+                                                    max_tokens=self.rubric_tokens, tag=self.tag))
         if comp.failed:
             self.stats["fallback_rubric_call"] += 1
             return list(DEFAULT_RUBRICS)
