@@ -8,8 +8,10 @@ Sections (all by default except ``dev``, which needs the 1.5B model for several 
   (PISA BM25 top 100 of ``--queries`` queries), answered by the fake server. Prompt tokens are the fake server's
   usage numbers, i.e. characters / 4 of the message texts (chat-template tokens not included).
 - latency: sliding-window reranking (top 100, window 20, step 10: 9 calls per query) of 100 queries against the
-  fake server with a fixed latency L and ample parallelism (client concurrency 128); reported as wall time divided
-  by (calls per query x L), the time one query's sequential windows need at minimum (goal < 1.5).
+  fake server (in a child process) with a fixed latency L and ample parallelism (client concurrency 128); reported
+  as wall time divided by (calls per query x L), the time one query's sequential windows need at minimum (goal
+  < 1.5). At L = 0 the same number of plain requests through the client alone (complete_many) is timed too: the
+  per-request cost of the HTTP client that bounds throughput whatever the reranker does.
 - cache: the share of prompt tokens llama.cpp served from its prompt cache (timings.cache_n, read by the client as
   cached_prompt_tokens, over usage.prompt_tokens) for pointwise and deliberated on the real 0.5B model, 2 queries.
 - dev: pointwise prompt and fusion choices on Chorus dev queries (BM25 top 20) with the 1.5B model: nDCG@10, P@5,
@@ -154,7 +156,16 @@ def section_latency(args) -> dict:
             wall = time.perf_counter() - start
             if len(out) != len(frame):
                 raise RuntimeError(f"sliding window returned {len(out)} rows for {len(frame)}")
-        results.append({"latency_s": latency, "queries": nq, "calls_per_query": calls,
+        floor = None
+        if latency == 0.0:  # the client alone: the same number of plain requests, no reranker around them
+            from superb.llm import ChatRequest
+
+            with RemoteFake(0.0) as plain, fake_client(plain, concurrency=128) as llm:
+                reqs = [ChatRequest.chat(None, f"request {i}\nRanking:", max_tokens=8) for i in range(nq * calls)]
+                start = time.perf_counter()
+                llm.complete_many(reqs)
+                floor = round(time.perf_counter() - start, 3)
+        results.append({"latency_s": latency, "queries": nq, "calls_per_query": calls, "client_only_s": floor,
                         "total_calls": rr.stats["calls"], "max_in_flight": srv.max_in_flight,
                         "wall_s": round(wall, 3), "ideal_s": calls * latency,
                         "ratio": round(wall / (calls * latency), 3) if latency else None})
@@ -264,10 +275,11 @@ def write(results: dict) -> None:
         lat = results["latency"]
         lines += [f"## Sliding-window wall time, 100 queries, k={lat['k']} w={lat['window']} s={lat['step']} "
                   f"(fake endpoint of fixed latency L)", "",
-                  "| L (s) | calls/query | total calls | max in flight | wall (s) | wall / (calls x L) |",
-                  "|---|---|---|---|---|---|"]
+                  "| L (s) | calls/query | total calls | max in flight | wall (s) | wall / (calls x L) | client alone (s) |",
+                  "|---|---|---|---|---|---|---|"]
         lines += [f"| {r['latency_s']} | {r['calls_per_query']} | {r['total_calls']} | {r['max_in_flight']} | "
-                  f"{r['wall_s']} | {r['ratio'] if r['ratio'] is not None else '(overhead only)'} |" for r in lat["rows"]]
+                  f"{r['wall_s']} | {r['ratio'] if r['ratio'] is not None else '(overhead only)'} | "
+                  f"{r.get('client_only_s') or ''} |" for r in lat["rows"]]
         lines.append("")
     if "cache" in results:
         ca = results["cache"]

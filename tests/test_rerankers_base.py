@@ -146,3 +146,18 @@ def test_product_text_fields_budget_and_counts():
 def test_truncate_at_word_boundary():
     assert truncate("aaaa bbbb cccc", 3) == ("aaaa bbbb ...", True)  # 12 chars, cut back to the last space
     assert truncate("short", 5) == ("short", False)
+
+
+def test_every_registered_type_imports_and_has_from_spec():
+    from superb.transformers.registry import RERANKERS
+
+    for type_name in RERANKERS:
+        cls = reranker_class(type_name, "r")
+        assert callable(getattr(cls, "from_spec", None)), type_name
+
+
+def test_shuffle_from_spec_uses_context_seed_and_rejects_unknown_keys():
+    shuffle = build_reranker({"type": "shuffle", "top_k": 20}, context=BuildContext(seed=7), path="r")
+    assert (shuffle.seed, shuffle.top_k) == (7, 20)
+    with pytest.raises(SpecError, match=r"r\.k.*allowed keys.*seed"):
+        build_reranker({"type": "shuffle", "k": 20}, context=BuildContext(), path="r")
