@@ -4,8 +4,8 @@
 (forced choice, ``allow_neither``, ``both_orders``) and an aggregation strategy from ``aggregation.py``:
 "allpairs" (k(k-1)/2 comparisons, all concurrent, Copeland win counts) or "sort" (stable merge sort, about
 k*log2(k) comparisons; an abstention keeps the prior order). Queries run concurrently (the base class), and the
-comparisons of one query run concurrently as far as the strategy allows. No decision on a pair is never an error:
-it is an abstention, counted, that leaves the prior order in place.
+comparisons of one query run concurrently as far as the strategy allows. A pair without a decision is not an
+error: it is an abstention, counted, that leaves the prior order in place.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class PairwiseReranker(LLMReranker):
 
     async def score(self, cands: Candidates) -> Sequence[float]:
         docs = cands.texts
+
         async def cmp(i: int, j: int) -> str | None:
             return (await self.comparator.compare(cands.query, docs[i], docs[j])).winner
 

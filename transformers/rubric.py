@@ -264,6 +264,7 @@ class SetScore:
     reward: float
     scores: tuple[float, ...]  # per rubric, 0..10 (missing scores as 0, counted)
     raw: str
+    failed: bool = False  # the call failed: every score is missing (0), so the reward is 0
 
 
 class RubricReward:
@@ -285,7 +286,7 @@ class RubricReward:
         parsed, counts = parse_rubric_scores(comp.text, rubrics)
         self.stats.update(counts)
         scores = tuple(0.0 if s is None else s for s in parsed)
-        return SetScore(rubric_reward([r.weight for r in rubrics], scores), scores, comp.text)
+        return SetScore(rubric_reward([r.weight for r in rubrics], scores), scores, comp.text, comp.failed)
 
     async def compare(self, query: str, rubrics: Sequence[Rubric], set_a: Sequence[str],
                       set_b: Sequence[str]) -> tuple[SetScore, SetScore]:
