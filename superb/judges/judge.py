@@ -88,7 +88,8 @@ class Judge:
     def judge(self, pool: pd.DataFrame) -> list[Judgment]:
         """Label every (qid, docno) of ``pool`` (columns qid, query, docno); one record per distinct pair, grouped
         by query (queries in order of first appearance, products in pool order). ``max_tokens`` of the constructor is
-        the product-text budget (ProductText), not the answer length. Repeated pairs are judged once and counted in ``stats["duplicate_pairs"]``."""
+        the product-text budget (ProductText), not the answer length. Repeated pairs are judged once and counted
+        in ``stats["duplicate_pairs"]``."""
         missing = [c for c in ("qid", "query", "docno") if c not in pool.columns]
         if missing:
             raise ValueError(f"{type(self).__name__}.judge: the pool lacks columns {missing}; "
