@@ -57,7 +57,8 @@ def grade_distribution(logprobs: Sequence[TokenLogprob] | None, labels: Sequence
 _LIST_LINE = re.compile(r"^\W*(?:product\s*)?\[?\s*(\d+)\s*\]?\s*(?:[:=\-\u2013>]|\bis\b)+\s*\W*(\d+)\b", re.I)
 
 
-def parse_listwise(text: str | None, n: int, labels: Sequence[int] = (0, 1, 2, 3)) -> tuple[dict[int, int], dict[str, int]]:
+def parse_listwise(text: str | None, n: int, labels: Sequence[int] = (0, 1, 2, 3)
+                   ) -> tuple[dict[int, int], dict[str, int]]:
     """Grades of items 1..n from lines like "[3]: 2". Returns ({item: grade}, counts) where counts has
     out_of_range (item number not in 1..n), bad_grade (grade not in the label set), duplicates (an item graded
     again; the first grade is kept) and missing (items without a grade)."""
