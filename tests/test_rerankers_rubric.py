@@ -92,6 +92,12 @@ def test_parse_rubrics_hostile_output_is_bounded():
     assert rubrics[0].name == ("line break and spaces " + "n" * 100)[:60]
 
 
+def test_parse_rubrics_keeps_the_complete_objects_of_a_cut_off_list():
+    cut = "```json\n" + GOOD[:-40]  # max_tokens ran out inside the third object
+    rubrics, counts = parse_rubrics(cut)
+    assert [r.name for r in rubrics] == ["covers bottles", "no duplicates"] and counts["rubrics_repaired"] == 1
+
+
 def test_json_values_skips_broken_prefixes():
     assert list(json_values('x [1, {"a": 2}] y {"b": [3]} [oops')) == [[1, {"a": 2}], {"b": [3]}]
 

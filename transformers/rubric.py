@@ -92,17 +92,25 @@ def _int_in(value: Any) -> int | None:
 
 def parse_rubrics(text: str, max_rubrics: int = MAX_RUBRICS) -> tuple[list[Rubric], Counter]:
     """Rubrics from the generation answer: a JSON list (or {"rubrics": [...]}) of objects with name, description,
-    weight (1..5) and level ("set"/"item"). Returns (rubrics, counts); counts name every repair: weight_defaulted,
+    weight (1..5) and level ("set"/"item"); the complete objects of a cut-off list are kept (rubrics_repaired).
+    Returns (rubrics, counts); counts name every repair: weight_defaulted,
     weight_clamped, level_defaulted, rubric_dropped, rubrics_truncated, rubrics_duplicate, and rubrics_defaulted
     (nothing usable: the meta-rubrics DEFAULT_RUBRICS are returned)."""
     counts: Counter = Counter()
     items: list[Any] | None = None
+    loose: list[dict] = []  # rubric-like objects outside any complete list (e.g. a list cut by max_tokens)
     for value in json_values(text):
-        if isinstance(value, dict):
+        if isinstance(value, dict) and ("rubrics" in value or "Rubrics" in value):
             value = value.get("rubrics", value.get("Rubrics"))
+        elif isinstance(value, dict) and {"name", "description"} & {str(k).lower() for k in value}:
+            loose.append(value)
+            continue
         if isinstance(value, list) and any(isinstance(v, (dict, str)) for v in value):
             items = value
             break
+    if items is None and loose:
+        counts["rubrics_repaired"] += 1
+        items = loose
     out: list[Rubric] = []
     seen: set[str] = set()
     for item in items or []:
