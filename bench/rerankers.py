@@ -216,6 +216,7 @@ def evaluate(run, qrels, rel: int = 2) -> dict:
     measures = [nDCG @ 10, P(rel=rel) @ 5, P(rel=rel) @ 10]
     frame = run.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
     frame = frame.assign(score=frame["score"].astype(float))
+    qrels = qrels[qrels["qid"].isin(run["qid"])]  # the run's queries only (else absent queries count as 0)
     q = qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
     return {str(m): round(v, 4) for m, v in ir_measures.calc_aggregate(measures, q, frame).items()}
 
@@ -291,7 +292,7 @@ def write(results: dict) -> None:
     if "dev" in results:
         d = results["dev"]
         lines += [f"## Dev exploration: pointwise on {d['queries']} Chorus dev queries, {d['first_stage']}, "
-                  f"1.5B model", "", f"BM25: {d['BM25']}", "",
+                  f"1.5B model", "", f"BM25: {d['BM25']}", "", *([f"Note: {d['evaluation_note']}", ""] if "evaluation_note" in d else []),
                   "| template | alpha | nDCG@10 | P(rel=2)@5 | P(rel=2)@10 |", "|---|---|---|---|---|"]
         lines += [f"| {r['template']} | {r['alpha']} | {r['nDCG@10']} | {r['P(rel=2)@5']} | {r['P(rel=2)@10']} |"
                   for r in d["rows"]]
