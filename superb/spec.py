@@ -101,7 +101,7 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     if not _NAME_RE.match(name) or "/" in name:
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -), it names results/NAME")
     dataset = _typed(raw, "dataset", dict, "")
-    queries = _parse_queries(raw.get("queries", {}))
+    queries = parse_queries(raw.get("queries", {}))
     evaluation = _parse_evaluation(raw.get("evaluation", {}))
     llm = _typed(raw, "llm", dict, "") if "llm" in raw else None
     pipelines = _parse_pipelines(raw["pipelines"])
@@ -113,7 +113,8 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     )
 
 
-def _parse_queries(table: Any) -> QueriesSpec:
+def parse_queries(table: Any) -> QueriesSpec:
+    """The [queries] table (shared by experiment and judge specs)."""
     path = "queries"
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")

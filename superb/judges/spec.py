@@ -117,7 +117,7 @@ def load_judge_spec(path: str | Path) -> JudgeSpec:
 
 
 def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSpec:
-    from superb.spec import _parse_queries  # the experiment spec's [queries] rules, shared
+    from superb.spec import parse_queries  # the experiment spec's [queries] rules, shared
 
     _keys(raw, "", _TOP, required={"name", "dataset"})
     name = raw["name"]
@@ -131,7 +131,7 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
     if "llm" in raw and not isinstance(raw["llm"], dict):
         raise SpecError("llm", f"expected a table, found {type(raw['llm']).__name__}")
     return JudgeSpec(
-        name=name, dataset=dict(raw["dataset"]), queries=_parse_queries(raw.get("queries", {})),
+        name=name, dataset=dict(raw["dataset"]), queries=parse_queries(raw.get("queries", {})),
         pool=_parse_pool(raw.get("pool", {})), llm=raw.get("llm"),
         variants=_parse_judge(raw["judge"]) if "judge" in raw else (),
         pairwise=_parse_pairwise(raw["pairwise_study"]) if "pairwise_study" in raw else None,
