@@ -15,6 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
+    for noisy in ("httpx", "httpx2", "httpcore", "openai"):  # one line per HTTP request drowns the progress
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
