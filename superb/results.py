@@ -57,9 +57,17 @@ def _dataset_rel(result: ExperimentResult) -> int:
     return int(result.dataset_provenance.get("rel_threshold", 1))
 
 
+def _price(result: ExperimentResult) -> dict[str, float] | None:
+    """Prices ($ per 1M tokens) of the model this run used, from [llm].prices; None when it is unpriced."""
+    prices = (result.spec.llm or {}).get("prices") or {}
+    model = (result.llm_info or {}).get("model")
+    return prices.get(model) if model else None
+
+
 def usage_frame(result: ExperimentResult) -> pd.DataFrame:
     rows = []
     nq = max(len(result.topics), 1)
+    price = _price(result)
     for name, pr in result.pipelines.items():
         row: dict[str, Any] = {"system": name, "seconds": round(pr.seconds, 2)}
         for key in USAGE_COLUMNS:
@@ -68,10 +76,21 @@ def usage_frame(result: ExperimentResult) -> pd.DataFrame:
         row["requests"] = row["calls"] + row["cache_hits"]
         row["calls_per_query"] = row["requests"] / nq
         row["prompt_tokens_per_query"] = (row["prompt_tokens"] + row["saved_prompt_tokens"]) / nq
+        row["wait_s"] = round(float(pr.usage.get("wait_s", 0.0)), 2)  # time spent waiting on the model
+        # Estimated dollars for the calls this run made, and for the whole method had nothing been cached.
+        row["est_cost_usd"] = _cost(price, row["prompt_tokens"], row["completion_tokens"])
+        row["est_cost_uncached_usd"] = _cost(price, row["prompt_tokens"] + row["saved_prompt_tokens"],
+                                             row["completion_tokens"] + int(pr.usage.get("saved_completion_tokens", 0)))
         row["repairs"] = sum(v for k, v in pr.stats.items() if "repair" in k or "fallback" in k or "default" in k)
         row.update({f"stat:{k}": v for k, v in sorted(pr.stats.items())})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _cost(price: dict[str, float] | None, prompt_tokens: int, completion_tokens: int) -> float:
+    if price is None:
+        return float("nan")
+    return (prompt_tokens * price.get("prompt", 0.0) + completion_tokens * price.get("completion", 0.0)) / 1e6
 
 
 def write_results(result: ExperimentResult, out_dir: Path) -> Path:
@@ -86,6 +105,8 @@ def write_results(result: ExperimentResult, out_dir: Path) -> Path:
               .groupby("system")["value"].mean().rename("judged@10"))
     extra = usage.set_index("system")[["requests", "cache_hits", "failures", "repairs"]].join(judged)
     extra.insert(1, "prompt_tok/q", usage.set_index("system")["prompt_tokens_per_query"].round(0))
+    if _price(result) is not None:
+        extra["cost $"] = usage.set_index("system")["est_cost_uncached_usd"]
     order = list(result.pipelines)
     ev = result.spec.evaluation
     info = {"test": ev.test, "correction": ev.correction, "alpha": ev.alpha, "n_queries": len(result.topics),

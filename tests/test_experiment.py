@@ -47,6 +47,7 @@ model = "{reranked_model}"
 base_urls = ["{base_url}"]
 api_key_env = "SUPERB_TEST_KEY"
 cache_path = "{cache}"
+prices = {{ "{reranked_model}" = {{ prompt = 1.0, completion = 2.0 }} }}
 [[pipelines]]
 name = "PISA BM25"
 first_stage = {{ engine = "pisa", model = "bm25", depth = 30 }}
@@ -101,6 +102,11 @@ def test_run_writes_results_and_rerun_repeats_no_call(home, capsys):
     assert usage.loc["PISA BM25 >> listwise", "cache_hits"] == len(QUERIES)  # second run: all hits
     assert usage.loc["PISA BM25 >> listwise", "calls"] == 0
     assert usage.loc["PISA BM25", "requests"] == 0
+    listwise = usage.loc["PISA BM25 >> listwise"]
+    assert listwise["est_cost_usd"] == 0  # the second run made no call
+    expected = (listwise["saved_prompt_tokens"] * 1.0 + 0) / 1e6  # what the method costs uncached, at $1/1M prompt
+    assert listwise["est_cost_uncached_usd"] >= expected > 0
+    assert "cost $" in (out / "table.md").read_text()
 
     table = pd.read_csv(out / "table.csv")
     assert set(table["baseline"].dropna()) == {"PISA BM25"}
