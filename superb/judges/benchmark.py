@@ -14,8 +14,10 @@ Steps:
 Output folder (loadable with ``superb.data.load_dataset(load_config(folder))``, the "local" loader):
   queries.tsv     qid <TAB> superlative query (qid = source qid + "-best")
   qrels.trec      the judge's labels
-  docs.jsonl      the pooled products only (docno and the source data set's fields) - a pool-only corpus; the full
-                  corpus stays with the source data set, named in provenance.json
+  docs.jsonl      docs="copy": the pooled products only (docno and the source data set's fields) - a pool-only
+                  corpus; the full corpus stays with the source data set, named in provenance.json
+  docnos.txt      docs="reference": the pooled docnos only, one a line, so that no product text is copied (a
+                  benchmark to commit); :func:`materialize_docs` writes docs.jsonl from the source data set later
   rewrites.tsv    qid, source_qid, source_query, query, status (ok | fallback)
   judgments.jsonl one Judgment record per pair
   provenance.json source data set (config and provenance), model, template ids, pool settings, counts, stats
@@ -103,19 +105,58 @@ def load_config(folder: str | Path, fields: list[str] | None = None) -> dict:
     """The ``superb.data.load_dataset`` config of a benchmark folder (read from its provenance.json)."""
     folder = Path(folder)
     prov = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    if not (folder / "docs.jsonl").is_file():
+        from superb.errors import DataError
+
+        raise DataError(f"{folder}/docs.jsonl does not exist: the benchmark references the products of its source "
+                        f"data set ({prov['source_dataset']['config']}); write them with "
+                        f"superb.judges.benchmark.materialize_docs({str(folder)!r})")
     return {"name": "local", "docs": str(folder / "docs.jsonl"), "queries": str(folder / "queries.tsv"),
             "qrels": str(folder / "qrels.trec"), "fields": fields or prov["fields"],
             "rel_threshold": prov["rel_threshold"], "labels": prov["labels"]}
 
 
+def write_docs(dataset: Any, docnos, path: str | Path) -> int:
+    """docs.jsonl of ``docnos`` (docno, the data set's fields, text) from ``dataset``; returns the number written."""
+    fields = list(dataset.fields)
+    n = 0
+    with open(path, "w", encoding="utf-8") as out:
+        for docno in docnos:
+            doc = dataset.doc(docno)
+            out.write(json.dumps({"docno": docno, **{f: doc.get(f, "") for f in fields}, "text": doc.get("text", "")},
+                                 ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def materialize_docs(folder: str | Path, dataset: Any = None) -> Path:
+    """Write docs.jsonl of a docs="reference" benchmark from its source data set (loaded from provenance.json's
+    config unless given), so that :func:`load_config` works; returns its path."""
+    folder = Path(folder)
+    if dataset is None:
+        from superb.data import load_dataset
+
+        prov = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+        dataset = load_dataset(prov["source_dataset"]["config"], path="source_dataset.config")
+    docnos = [line.strip() for line in (folder / "docnos.txt").read_text(encoding="utf-8").splitlines()
+              if line.strip()]
+    write_docs(dataset, docnos, folder / "docs.jsonl")
+    return folder / "docs.jsonl"
+
+
 def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.DataFrame | None = None,
                     depth: int = 10, engine: str = "terrier", model: str = "bm25", pool_query: str = "source",
                     judge_options: Mapping[str, Any] | None = None, retriever: Any = None,
-                    dataset_config: Mapping[str, Any] | None = None, rel_threshold: int = 2) -> dict:
-    """Rewrite, pool, judge and write the folder; returns {"folder", "load_config", "counts", "stats"}.
+                    dataset_config: Mapping[str, Any] | None = None, rel_threshold: int = 2,
+                    docs: str = "copy") -> dict:
+    """Rewrite, pool, judge and write the folder; returns {"folder", "load_config" (None with docs="reference"),
+    "counts", "stats"}.
     ``topics`` (qid, query) defaults to all of the data set's topics; ``retriever`` defaults to
     ``first_stage(dataset, engine=engine, model=model, depth=depth)``. ``rel_threshold`` is that of the new labels
-    (default 2: "almost best" or better counts as relevant for binary measures)."""
+    (default 2: "almost best" or better counts as relevant for binary measures). ``docs``: "copy" writes the pooled
+    products to docs.jsonl, "reference" only their docnos to docnos.txt (see the module docstring)."""
+    if docs not in ("copy", "reference"):
+        raise ValueError(f"docs={docs!r}; choose \"copy\" (docs.jsonl) or \"reference\" (docnos.txt)")
     if not isinstance(depth, int) or depth < 1:
         raise ValueError(f"depth must be a positive integer, got {depth!r}")
     if pool_query not in POOL_QUERIES:
@@ -151,11 +192,10 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
     write_qrels_trec(records, folder / "qrels.trec")
     write_jsonl(records, folder / "judgments.jsonl")
     fields = list(dataset.fields)
-    with open(folder / "docs.jsonl", "w", encoding="utf-8") as out:
-        for docno in pd.unique(pool["docno"]):
-            doc = dataset.doc(docno)
-            out.write(json.dumps({"docno": docno, **{f: doc.get(f, "") for f in fields}, "text": doc.get("text", "")},
-                                 ensure_ascii=False) + "\n")
+    if docs == "copy":
+        write_docs(dataset, pd.unique(pool["docno"]), folder / "docs.jsonl")
+    else:
+        (folder / "docnos.txt").write_text("".join(f"{d}\n" for d in pd.unique(pool["docno"])), encoding="utf-8")
     labels = Counter(j.label for j in records)
     counts = {"source_queries": len(topics), "queries": len(kept), "pooled_pairs": len(pool),
               "docs": int(pool["docno"].nunique()), "judgments": len(records),
@@ -168,13 +208,14 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
         "templates": {"rewrite": load_template("judge_superlative").id, **judge.template_ids()},
         "judge": {"options": judge_options, "stats": dict(judge.stats)},
         "pool": {"engine": None if custom_retriever else engine, "model": None if custom_retriever else model,
-                 "depth": depth, "pool_query": pool_query, "retriever": repr(retriever)},
+                 "depth": depth, "pool_query": pool_query, "retriever": repr(retriever)}, "docs": docs,
         "fields": fields, "rel_threshold": int(rel_threshold), "labels": list(judge.labels),
         "counts": counts, "stats": dict(stats),
     }
     (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
                                             encoding="utf-8")
-    return {"folder": str(folder), "load_config": load_config(folder), "counts": counts, "stats": dict(stats)}
+    return {"folder": str(folder), "load_config": load_config(folder) if docs == "copy" else None, "counts": counts,
+            "stats": dict(stats)}
 
 
 def _jsonable(value: Any) -> Any:

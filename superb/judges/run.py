@@ -9,7 +9,12 @@ write results/NAME/:
   VARIANT/per_label.csv          precision and recall of the judge per human label
   pool.tsv                       the judged pairs (qid, query, docno)
   pairwise.md / .csv, pairwise_pairs.tsv, pairwise_decisions.jsonl   with [pairwise_study]: the check-twice table
+  label_study.md / .csv, label_study_verdicts.csv   with [label_study]: system orderings and significance verdicts
+                                 under the human vs each judge's labels (superb.judges.study_run)
   provenance.json                spec, data set provenance, LLM description, template ids, counts and judge stats
+
+A spec with a [benchmark] table builds a superlative benchmark instead (superb.judges.benchmark.build_benchmark on the
+selected queries): queries.tsv, qrels.trec, rewrites.tsv, judgments.jsonl, docnos.txt or docs.jsonl, provenance.json.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
 
     t0 = time.perf_counter()
     dataset = load_dataset(spec.dataset, path="dataset")
+    if spec.benchmark is not None:
+        return run_benchmark_spec(spec, dataset, out_dir, llm=llm)
     ratings = dataset.ratings()
     if not spec.variants and not spec.pairwise and ratings is None:
         raise SpecError("judge", f"no [judge] table and data set {dataset.name!r} has no individual ratings: "
@@ -82,7 +89,14 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     if spec.variants:
         pool.to_csv(out / "pool.tsv", sep="\t", index=False)
 
-    rows, variants = [], {}
+    systems = None
+    if spec.label_study is not None:  # read or run the systems first: a bad [label_study] fails before any LLM call
+        from superb.eval.measures import parse_measures
+        from superb.judges.study_run import study_systems
+
+        parse_measures(list(spec.label_study.measures), rel=rel, path="label_study.measures")
+        systems = study_systems(spec.label_study, dataset, topics)
+    rows, variants, labelled = [], {}, {}
     with ExitStack() as stack:
         llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
         if llm is None and (spec.variants or spec.pairwise):
@@ -91,7 +105,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
             judge = build_judge(options, llm=llm, dataset=dataset, path=f"judge[{name}]")
             _check_scale(judge.labels, dataset.labels, spec.label_map)
             t = time.perf_counter()
-            records = judge.judge(pool)
+            records = labelled[name] = judge.judge(pool)
             seconds = time.perf_counter() - t
             folder = out / name
             folder.mkdir(exist_ok=True)
@@ -122,12 +136,43 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     header = f"# {spec.name}\n\n{spec.description}\n\n{len(topics)} queries, {scope}, data set {dataset.name}, " \
              f"binary threshold {rel}.\n\n"
     (out / "agreement.md").write_text(header + format_markdown(table), encoding="utf-8")
+    if spec.label_study is not None:
+        from superb.judges.study_run import run_label_study
+
+        variants["label_study"] = run_label_study(spec.label_study, systems, topics=topics, pool=pool,
+                                                  human=qrels, variants=labelled, rel=rel,
+                                                  label_map=spec.label_map, out=out, title=spec.name)
     provenance = {"spec": _jsonable(_spec_dict(spec)), "dataset": _jsonable(dataset.provenance()), "llm": llm_info,
                   "variants": _jsonable(variants), "counts": {"queries": len(topics), "pairs": len(pool)},
                   "seconds": round(time.perf_counter() - t0, 2)}
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     return {"folder": str(out), "agreement": table, "variants": variants}
+
+
+def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, llm: Any = None) -> dict:
+    """[benchmark]: build_benchmark on the selected queries, with the spec and timings added to provenance.json."""
+    from superb.data.splits import select_queries
+    from superb.judges.benchmark import build_benchmark
+
+    t0 = time.perf_counter()
+    b, q = spec.benchmark, spec.queries
+    topics = select_queries(dataset.topics(), split=q.split, sample=q.sample, seed=q.seed, subset=q.subset)
+    with ExitStack() as stack:
+        llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
+        if llm is None:
+            llm, llm_info = _open_llm(spec, stack)
+        result = build_benchmark(dataset, llm, out_dir, topics=topics, depth=b.depth, engine=b.engine, model=b.model,
+                                 pool_query=b.pool_query, judge_options=b.judge, dataset_config=spec.dataset,
+                                 rel_threshold=b.rel_threshold, docs=b.docs)
+        if hasattr(llm, "usage"):
+            llm_info["usage"] = _jsonable(llm.usage.to_dict())
+    prov_file = Path(out_dir) / "provenance.json"
+    provenance = json.loads(prov_file.read_text(encoding="utf-8"))
+    provenance.update({"spec": _jsonable(_spec_dict(spec)), "llm": llm_info,
+                       "seconds": round(time.perf_counter() - t0, 2)})
+    prov_file.write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return {**result, "seconds": provenance["seconds"]}
 
 
 def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out: Path) -> dict:
@@ -183,6 +228,8 @@ def _spec_dict(spec: JudgeSpec) -> dict:
             "queries": vars(spec.queries) if hasattr(spec.queries, "__dict__") else str(spec.queries),
             "pool": vars(spec.pool), "llm": spec.llm, "variants": [list(v) for v in spec.variants],
             "rel": spec.rel, "label_map": spec.label_map, "seed": spec.seed,
+            "label_study": vars(spec.label_study) if spec.label_study else None,
+            "benchmark": vars(spec.benchmark) if spec.benchmark else None,
             "source": str(spec.source) if spec.source else None}
 
 

@@ -37,7 +37,35 @@ fields = { name = ["title"], all = ["title", "class", "category", "description"]
 [agreement]
 rel = 2                            # threshold of the binary agreement (default: the data set's)
 label_map = { "3" = 2 }            # judge label -> human label, when the scales differ (e.g. WANDS 0..2)
+
+[label_study]                      # optional, needs [judge]: do the judge's labels change the conclusions?
+runs = "results/chorus_first_stage"   # reuse the TREC runs of a `superb run` folder (relative to the current
+                                   # directory); baselines from its provenance.json spec
+select = ["PISA BM25", "PISA RM3"] # optional: only these systems of the folder
+# ... or run first stages on the selected queries (exactly one of runs / systems):
+# systems = [{ name = "BM25", first_stage = { engine = "pisa", model = "bm25", depth = 100 } },
+#            { name = "RM3", first_stage = { engine = "pisa", model = "rm3" }, baseline = "BM25" }]
+measures = ["nDCG@10", "P@10"]     # default; binary measures use [agreement] rel (else the data set's)
+condensed = true                   # default: unjudged documents are removed from the runs (the judge labels only
+                                   # the pool); false: they count as non-relevant
+test = "t"                         # t | wilcoxon | randomization;  correction = "holm" | "bonferroni" | "none"
+alpha = 0.05
 ```
+
+A BENCHMARK spec instead builds a small superlative benchmark (superb.judges.benchmark.build_benchmark) from the
+selected queries: name, description, seed, [dataset], [queries], [llm] and
+
+```toml
+[benchmark]
+depth = 5                          # pool: top `depth` products of the first stage per query
+engine = "pisa"                    # first stage: terrier | pisa;  model = "bm25" | "rm3"
+pool_query = "source"              # source | rewrite | both
+judge = { type = "deliberated", fields = ["title"] }   # build_judge options (default: deliberated)
+docs = "reference"                 # reference: list the pooled docnos only (docnos.txt; products stay with the
+                                   # source data set) | copy: write their text to docs.jsonl
+rel_threshold = 2
+```
+([judge], [pool], [pairwise_study], [label_study] and [agreement] are not allowed beside [benchmark].)
 """
 
 from __future__ import annotations
@@ -53,8 +81,12 @@ from superb.errors import SpecError
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP = {"name", "description", "output", "seed", "dataset", "queries", "pool", "llm", "judge", "agreement",
-        "pairwise_study"}
+        "pairwise_study", "label_study", "benchmark"}
 CHOICES = ("forced", "allow neither")
+LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha"}
+LABEL_STUDY_MEASURES = ("nDCG@10", "P@10")
+BENCHMARK_KEYS = {"depth", "engine", "model", "pool_query", "judge", "docs", "rel_threshold"}
+BENCHMARK_DOCS = ("reference", "copy")
 
 
 @dataclass(frozen=True)
@@ -63,6 +95,29 @@ class PoolSpec:
     per_query: int | None = None
     seed: int = 0
     first_stage: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class LabelStudySpec:
+    runs: str | None = None  # a `superb run` results folder
+    select: tuple[str, ...] | None = None  # systems of that folder (None: all)
+    systems: tuple[dict[str, Any], ...] = ()  # {name, first_stage, baseline} run on the selected queries
+    measures: tuple[str, ...] = LABEL_STUDY_MEASURES
+    condensed: bool = True
+    test: str = "t"
+    correction: str = "holm"
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    depth: int = 5
+    engine: str = "pisa"
+    model: str = "bm25"
+    pool_query: str = "source"
+    judge: dict[str, Any] = field(default_factory=lambda: {"type": "deliberated"})
+    docs: str = "reference"
+    rel_threshold: int = 2
 
 
 @dataclass(frozen=True)
@@ -80,6 +135,8 @@ class JudgeSpec:
     output: str | None = None
     seed: int = 0
     source: Path | None = None
+    label_study: LabelStudySpec | None = None
+    benchmark: BenchmarkSpec | None = None
 
 
 def _keys(table: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
@@ -130,13 +187,23 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
         raise SpecError("dataset", f"expected a table, found {type(raw['dataset']).__name__}")
     if "llm" in raw and not isinstance(raw["llm"], dict):
         raise SpecError("llm", f"expected a table, found {type(raw['llm']).__name__}")
+    if "benchmark" in raw:
+        beside = sorted({"judge", "pool", "pairwise_study", "label_study", "agreement"} & set(raw))
+        if beside:
+            raise SpecError(beside[0], f"[{beside[0]}] is not allowed beside [benchmark]: a benchmark spec builds a "
+                                       "benchmark only (its judge is benchmark.judge); use a separate judge spec")
+    if "label_study" in raw and "judge" not in raw:
+        raise SpecError("label_study", "a label study compares the human labels with judge labels: add a [judge] "
+                                       "table")
     return JudgeSpec(
         name=name, dataset=dict(raw["dataset"]), queries=parse_queries(raw.get("queries", {})),
         pool=_parse_pool(raw.get("pool", {})), llm=raw.get("llm"),
         variants=_parse_judge(raw["judge"]) if "judge" in raw else (),
         pairwise=_parse_pairwise(raw["pairwise_study"]) if "pairwise_study" in raw else None,
         description=raw.get("description", ""), output=raw.get("output"), seed=_int(raw, "seed", "", 0),
-        source=source, **_parse_agreement(raw.get("agreement", {})))
+        source=source, label_study=_parse_label_study(raw["label_study"]) if "label_study" in raw else None,
+        benchmark=_parse_benchmark(raw["benchmark"]) if "benchmark" in raw else None,
+        **_parse_agreement(raw.get("agreement", {})))
 
 
 def _parse_pool(table: Any) -> PoolSpec:
@@ -214,3 +281,80 @@ def _parse_agreement(table: Any) -> dict[str, Any]:
                                                      f"found {k!r} = {v!r}")
         label_map[int(k)] = v
     return {"rel": _int(table, "rel", path, None), "label_map": label_map}
+
+
+def _str_list(table: dict, key: str, path: str) -> tuple[str, ...] | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
+        raise SpecError(f"{path}.{key}", f"expected a non-empty list of strings, found {value!r}")
+    if len(set(value)) != len(value):
+        raise SpecError(f"{path}.{key}", f"lists a name twice: {value!r}")
+    return tuple(value)
+
+
+def _parse_label_study(table: Any) -> LabelStudySpec:
+    from superb.eval.stats import CORRECTIONS, TESTS
+
+    path = "label_study"
+    _keys(table, path, LABEL_STUDY_KEYS)
+    if ("runs" in table) == ("systems" in table):
+        raise SpecError(f"{path}.runs", "give exactly one of runs (a `superb run` results folder) or systems "
+                                        "(first stages to run on the selected queries)")
+    if "runs" in table and not isinstance(table["runs"], str):
+        raise SpecError(f"{path}.runs", f"expected the path of a results folder, found {table['runs']!r}")
+    if "select" in table and "runs" not in table:
+        raise SpecError(f"{path}.select", "select picks systems of a results folder: use it with runs")
+    systems = []
+    for i, s in enumerate(table.get("systems", [])):
+        spath = f"{path}.systems[{i}]"
+        _keys(s, spath, {"name", "first_stage", "baseline"}, required={"name", "first_stage"})
+        if not isinstance(s["name"], str) or not s["name"]:
+            raise SpecError(f"{spath}.name", f"expected a system name, found {s['name']!r}")
+        if not isinstance(s["first_stage"], dict):
+            raise SpecError(f"{spath}.first_stage", f"expected a table {{ engine, model, depth }}, found "
+                                                    f"{s['first_stage']!r}")
+        systems.append({"name": s["name"], "first_stage": dict(s["first_stage"]), "baseline": s.get("baseline")})
+    if "systems" in table:
+        if not isinstance(table["systems"], list) or len(systems) < 2:
+            raise SpecError(f"{path}.systems", "expected an array of at least two tables (systems to order)")
+        names = [s["name"] for s in systems]
+        for i, s in enumerate(systems):
+            if names.count(s["name"]) > 1:
+                raise SpecError(f"{path}.systems[{i}].name", f"{s['name']!r} is used twice")
+            if s["baseline"] is not None and s["baseline"] not in names:
+                raise SpecError(f"{path}.systems[{i}].baseline", f"{s['baseline']!r} is not one of {names}")
+    for key, allowed in (("test", TESTS), ("correction", CORRECTIONS)):
+        if key in table and table[key] not in allowed:
+            raise SpecError(f"{path}.{key}", f"{table[key]!r} is not one of {list(allowed)}")
+    if "condensed" in table and not isinstance(table["condensed"], bool):
+        raise SpecError(f"{path}.condensed", f"expected true or false, found {table['condensed']!r}")
+    alpha = table.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise SpecError(f"{path}.alpha", f"expected a number between 0 and 1, found {alpha!r}")
+    return LabelStudySpec(runs=table.get("runs"), select=_str_list(table, "select", path), systems=tuple(systems),
+                          measures=_str_list(table, "measures", path) or LABEL_STUDY_MEASURES,
+                          condensed=table.get("condensed", True), test=table.get("test", "t"),
+                          correction=table.get("correction", "holm"), alpha=float(alpha))
+
+
+def _parse_benchmark(table: Any) -> BenchmarkSpec:
+    from superb.judges.benchmark import POOL_QUERIES
+
+    path = "benchmark"
+    _keys(table, path, BENCHMARK_KEYS)
+    for key, allowed in (("engine", ("terrier", "pisa")), ("model", ("bm25", "rm3")), ("pool_query", POOL_QUERIES),
+                         ("docs", BENCHMARK_DOCS)):
+        if key in table and table[key] not in allowed:
+            raise SpecError(f"{path}.{key}", f"{table[key]!r} is not one of {list(allowed)}")
+    judge = table.get("judge", {"type": "deliberated"})
+    if not isinstance(judge, dict) or "type" not in judge:
+        raise SpecError(f"{path}.judge", f"expected a table of judge options with a type, e.g. "
+                                         f"{{ type = \"deliberated\" }}, found {judge!r}")
+    defaults = BenchmarkSpec()
+    return BenchmarkSpec(depth=_int(table, "depth", path, defaults.depth, 1),
+                         engine=table.get("engine", defaults.engine), model=table.get("model", defaults.model),
+                         pool_query=table.get("pool_query", defaults.pool_query), judge=dict(judge),
+                         docs=table.get("docs", defaults.docs),
+                         rel_threshold=_int(table, "rel_threshold", path, defaults.rel_threshold, 1))

@@ -1,0 +1,206 @@
+"""The [label_study] step of `superb judge SPEC`: "do the labels change the conclusions?" in one command.
+
+The systems (TREC runs of a `superb run` results folder, or first stages run on the selected queries) are evaluated
+under the human labels and under each judge variant's labels, on the SAME judged pairs: the pool pairs that both the
+humans and the judge label (judge labels mapped through [agreement] label_map). With ``condensed = true`` (default)
+documents outside those pairs are removed from the runs before scoring (Sakai's condensed lists): the judge labels
+only a pool, and counting everything else as non-relevant would mostly measure how much of a run the pool covers.
+With ``condensed = false`` they count as non-relevant (the TREC rule). The topic set is the selected queries with at
+least one such pair.
+
+Writes to the results folder:
+  label_study.md            per judge variant: system means under both label sets, Kendall's tau per measure, flips
+  label_study.csv           judge, measure, n_systems, n_queries, tau, p, discordant_pairs, order_human,
+                            order_judge, tested_verdicts, flipped_verdicts
+  label_study_verdicts.csv  every tested (system, baseline, measure) verdict under both label sets, flipped or not
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from superb.errors import DataError, SpecError
+from superb.judges.records import Judgment
+from superb.judges.spec import LabelStudySpec
+
+
+def read_trec_run(path: str | Path) -> pd.DataFrame:
+    """qid, docno, rank, score of a TREC run file (``qid Q0 docno rank score tag``)."""
+    rows = []
+    with open(path, encoding="utf-8") as src:
+        for n, line in enumerate(src, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) < 5:
+                raise DataError(f"{path}, line {n}: expected 'qid Q0 docno rank score tag', found {line.strip()!r}")
+            try:
+                rows.append((parts[0], parts[2], int(parts[3]), float(parts[4])))
+            except ValueError:
+                raise DataError(f"{path}, line {n}: rank and score must be numbers, found {line.strip()!r}") from None
+    return pd.DataFrame(rows, columns=["qid", "docno", "rank", "score"])
+
+
+def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_name: str
+                     ) -> tuple[dict[str, pd.DataFrame], dict[str, str | None], dict]:
+    """Runs and baselines of a `superb run` results folder (systems.json, runs/*.run, provenance.json's spec).
+    A baseline that is not selected leaves its system untested (listed in info["untested_without_baseline"])."""
+    folder = Path(folder)
+    systems_file = folder / "systems.json"
+    if not systems_file.is_file():
+        raise SpecError("label_study.runs", f"{systems_file} does not exist: give a folder written by `superb run` "
+                                            "(relative paths are resolved against the current directory)")
+    systems = json.loads(systems_file.read_text(encoding="utf-8"))
+    prov_file = folder / "provenance.json"
+    spec = json.loads(prov_file.read_text(encoding="utf-8")).get("spec", {}) if prov_file.is_file() else {}
+    source_dataset = (spec.get("dataset") or {}).get("name")
+    if source_dataset is not None and source_dataset != dataset_name:
+        raise DataError(f"label_study.runs: {folder} holds runs on data set {source_dataset!r}, but this spec "
+                        f"judges {dataset_name!r}; use runs of the same data set")
+    names = list(select) if select is not None else list(systems)
+    unknown = [s for s in names if s not in systems]
+    if unknown:
+        raise SpecError("label_study.select", f"systems {unknown} are not in {systems_file}; it has {list(systems)}")
+    if len(names) < 2:
+        raise SpecError("label_study.select", f"a label study orders at least two systems, found {names}")
+    declared = {p.get("name"): p.get("baseline") for p in spec.get("pipelines", [])}
+    baselines, untested = {}, []
+    for s in names:
+        b = declared.get(s)
+        if b is not None and b not in names:
+            untested.append(f"{s} (baseline {b} not selected)")
+            b = None
+        baselines[s] = b
+    runs = {s: read_trec_run(folder / systems[s]) for s in names}
+    return runs, baselines, {"source": str(folder), "untested_without_baseline": untested}
+
+
+def runs_from_first_stages(systems: Sequence[Mapping[str, Any]], dataset: Any, topics: pd.DataFrame
+                           ) -> tuple[dict[str, pd.DataFrame], dict[str, str | None], dict]:
+    """Run each {name, first_stage, baseline} on the selected queries."""
+    from superb.pipelines import from_spec
+
+    runs, baselines = {}, {}
+    for i, s in enumerate(systems):
+        stage = from_spec(s["first_stage"], dataset, path=f"label_study.systems[{i}].first_stage")
+        runs[s["name"]] = stage(topics[["qid", "query"]].astype({"qid": str}))
+        baselines[s["name"]] = s.get("baseline")
+    return runs, baselines, {"source": "first stages run on the selected queries", "untested_without_baseline": []}
+
+
+def common_pairs(human: pd.DataFrame, records: Sequence[Judgment], pool: pd.DataFrame,
+                 label_map: Mapping[int, int] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(human qrels, judge qrels) on the pool pairs both label; judge labels mapped through ``label_map``."""
+    judge = pd.DataFrame([(j.qid, j.docno, int(j.label)) for j in records], columns=["qid", "docno", "label"])
+    if label_map:
+        judge["label"] = judge["label"].map(lambda x: label_map.get(x, x))
+    keys = pool[["qid", "docno"]].astype(str).drop_duplicates()
+    h = human[["qid", "docno", "label"]].astype({"qid": str, "docno": str}).merge(keys, on=["qid", "docno"])
+    both = h[["qid", "docno"]].merge(judge[["qid", "docno"]], on=["qid", "docno"])
+    return (h.merge(both, on=["qid", "docno"]).reset_index(drop=True),
+            judge.merge(both, on=["qid", "docno"]).reset_index(drop=True))
+
+
+def study_systems(ls: LabelStudySpec, dataset: Any, topics: pd.DataFrame
+                  ) -> tuple[dict[str, pd.DataFrame], dict[str, str | None], dict]:
+    """(runs, baselines, info) of the spec's systems; called before any judge runs, so that a bad [label_study]
+    fails before the LLM calls."""
+    if ls.runs is not None:
+        return runs_from_folder(ls.runs, ls.select, dataset.name)
+    return runs_from_first_stages(ls.systems, dataset, topics)
+
+
+def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame, pool: pd.DataFrame,
+                    human: pd.DataFrame, variants: Mapping[str, Sequence[Judgment]], rel: int | None,
+                    label_map: Mapping[int, int] | None, out: str | Path, title: str = "") -> dict:
+    """Evaluate ``systems`` (from :func:`study_systems`) under the human and each variant's labels; write
+    label_study.md/.csv (see the module docstring)."""
+    from superb.eval.measures import parse_measures
+    from superb.judges.study import label_study
+
+    measures = parse_measures(list(ls.measures), rel=rel, path="label_study.measures")
+    runs, baselines, info = systems
+    rows, verdicts, sections, summary = [], [], [], {}
+    for name, records in variants.items():
+        h, j = common_pairs(human, records, pool, label_map)
+        if h.empty:
+            raise DataError(f"label_study: judge {name!r} and the human labels share no pool pair; the pool must "
+                            "hold pairs with human labels (pool.source = \"qrels\" or \"ratings\")")
+        queries = sorted(set(h["qid"]) & set(topics["qid"].astype(str)))
+        _check_coverage(runs, queries, info)
+        study = label_study(runs, h, j, measures, baselines, names=("human", "judge"), queries=queries,
+                            condensed=ls.condensed, test=ls.test, correction=ls.correction, alpha=ls.alpha)
+        every = _all_verdicts(study)
+        for r in study.tau.to_dict("records"):
+            tested = every[every["measure"] == r["measure"]]
+            rows.append({"judge": name, **r, "n_queries": len(queries), "tested_verdicts": len(tested),
+                         "flipped_verdicts": int(tested["flipped"].sum())})
+        verdicts.append(every.assign(judge=name))
+        sections.append(_section(name, study, every, len(h)))
+        summary[name] = {"pairs": len(h), "queries": len(queries),
+                         "flipped_verdicts": int(every["flipped"].sum()), "tested_verdicts": len(every)}
+    out = Path(out)
+    table = pd.DataFrame(rows)
+    cols = ["judge", "measure", "n_systems", "n_queries", "tau", "p", "discordant_pairs", "order_human",
+            "order_judge", "tested_verdicts", "flipped_verdicts"]
+    table[cols].to_csv(out / "label_study.csv", index=False)
+    pd.concat(verdicts, ignore_index=True).to_csv(out / "label_study_verdicts.csv", index=False)
+    rule = ("condensed lists: documents outside those pairs are removed from the runs before scoring"
+            if ls.condensed else "documents outside those pairs count as non-relevant")
+    notes = [f"Systems: {', '.join(runs)} ({info['source']}). Each judge is compared with the human labels on the "
+             f"pool pairs both label; {rule}. Test: {ls.test}, {ls.correction} correction, alpha {ls.alpha}; "
+             f"binary measures count label >= {rel if rel is not None else 1} as relevant."]
+    if info["untested_without_baseline"]:
+        notes.append(f"Untested: {', '.join(info['untested_without_baseline'])}.")
+    if info.get("missing_from_run"):
+        notes.append(f"Queries a run does not answer (score 0): {info['missing_from_run']}.")
+    (out / "label_study.md").write_text(f"# {title}: do the labels change the conclusions?\n\n" + " ".join(notes)
+                                        + "\n\n" + "\n".join(sections), encoding="utf-8")
+    return {"systems": list(runs), "baselines": baselines, **info, "variants": summary,
+            "measures": [repr(m) for m in measures], "condensed": ls.condensed}
+
+
+def _check_coverage(runs: Mapping[str, pd.DataFrame], queries: Sequence[str], info: dict) -> None:
+    missing = {}
+    for system, run in runs.items():
+        absent = sorted(set(queries) - set(run["qid"].astype(str)))
+        if len(absent) == len(queries):
+            raise DataError(f"label_study: the run of {system!r} answers none of the {len(queries)} judged queries "
+                            f"(e.g. {list(queries)[:3]}); were the runs made on other queries of the data set?")
+        if absent:
+            missing[system] = absent
+    info["missing_from_run"] = missing
+
+
+def _all_verdicts(study) -> pd.DataFrame:
+    from superb.judges.study import verdict_flips
+
+    every = verdict_flips(study.tables["human"], study.tables["judge"], ("human", "judge"), only_flips=False)
+    every = every[every["verdict_human"].ne("") | every["verdict_judge"].ne("")]
+    return every.assign(flipped=every["verdict_human"] != every["verdict_judge"]).reset_index(drop=True)
+
+
+def _section(name: str, study, every: pd.DataFrame, n_pairs: int) -> str:
+    means = study.perquery.groupby(["measure", "system", "labels"], sort=False)["value"].mean().unstack("labels")
+    lines = [f"## {name} vs human labels", "", f"{n_pairs} judged pairs, {len(study.queries)} queries.", "",
+             "| measure | system | human | judge |", "|---|---|---:|---:|"]
+    for (measure, system), r in means.iterrows():
+        lines.append(f"| {measure} | {system} | {r['human']:.3f} | {r['judge']:.3f} |")
+    lines += ["", "| measure | Kendall's tau | p | discordant pairs | order (human) | order (judge) |",
+              "|---|---:|---:|---:|---|---|"]
+    for r in study.tau.itertuples(index=False):
+        tau = "n/a (ties)" if np.isnan(r.tau) else f"{r.tau:.3f}"
+        p = "" if np.isnan(r.p) else f"{r.p:.3f}"
+        lines.append(f"| {r.measure} | {tau} | {p} | {r.discordant_pairs} | {r.order_human} | {r.order_judge} |")
+    flips = every[every["flipped"]]
+    lines += ["", f"Verdicts against the baseline: {len(every)} tested, {len(flips)} flipped."]
+    for r in flips.itertuples(index=False):
+        lines.append(f"- {r.system} vs {r.baseline}, {r.measure}: {r.verdict_human} (human) -> "
+                     f"{r.verdict_judge} (judge)")
+    return "\n".join(lines) + "\n"
