@@ -1,121 +1,15 @@
-"""The Terrier first stage on a tiny synthetic catalogue: real Terrier indexes (JVM) in a temporary SUPERB_HOME."""
+"""What only the Terrier first stage does (JVM): its docno length limit, and the slow Chorus check that Terrier and
+PISA agree. The behaviour shared with PISA is tested for both engines in test_pipelines_engines.py."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
+from superb.errors import DataError
 from superb.pipelines import first_stage
-from test_pipelines_corpus import TinyProducts
+from test_pipelines_corpus import PRODUCTS, TinyProducts
 
 pytestmark = pytest.mark.java
-
-COLUMNS = ["qid", "query", "docno", "score", "rank"]
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("superb-home")
-        mp.setenv("SUPERB_HOME", str(path))
-        yield path
-
-
-@pytest.fixture(scope="module")
-def ds(home):
-    return TinyProducts()
-
-
-def _topics(*pairs):
-    return pd.DataFrame(pairs, columns=["qid", "query"])
-
-
-def test_obvious_queries_find_their_product_first(ds):
-    out = first_stage(ds, engine="terrier")(_topics(("1", "espresso machine"), ("2", "hdmi cable"), ("3", "french press")))
-    assert list(out.columns) == COLUMNS and out["score"].dtype == "float64"
-    top = out[out["rank"] == 0].set_index("qid")["docno"].to_dict()
-    assert top == {"1": "p16", "2": "p07", "3": "p19"}
-    ranks = out.groupby("qid")["rank"].apply(list).to_dict()
-    assert all(r == list(range(len(r))) for r in ranks.values())
-    assert out.groupby("qid")["score"].apply(lambda s: s.is_monotonic_decreasing).all()
-
-
-def test_depth_is_respected(ds):
-    topics = _topics(("1", "coffee"), ("2", "batteries"), ("3", "laptop"))
-    deep = first_stage(ds, engine="terrier", depth=100)(topics)
-    shallow = first_stage(ds, engine="terrier", depth=2)(topics)
-    assert deep.groupby("qid").size().min() > 2  # the corpus has more than two matches for each query
-    assert shallow.groupby("qid").size().to_dict() == {"1": 2, "2": 2, "3": 2}
-    head = deep[deep["rank"] < 2].reset_index(drop=True)
-    assert shallow["docno"].tolist() == head["docno"].tolist()
-
-
-def test_original_query_and_extra_columns_are_kept(ds):
-    topics = pd.DataFrame({"qid": ["7"], "query": ['"usb-c" cable & charger'], "source": ["log"]})
-    out = first_stage(ds, engine="terrier", depth=3)(topics)
-    assert set(out["query"]) == {'"usb-c" cable & charger'} and set(out["source"]) == {"log"}
-    assert out.iloc[0]["docno"] in {"p05", "p08"}
-
-
-def test_empty_and_unmatched_queries_are_counted_not_fatal(ds):
-    stage = first_stage(ds, engine="terrier", depth=5)
-    out = stage(_topics(("a", "--- // ---"), ("b", "aa batteries"), ("c", "the"), ("d", "zzzqqq")))
-    assert set(out["qid"]) == {"b"}
-    assert stage.stats["queries"] == 4
-    assert stage.stats["empty_queries"] == 1 and stage.stats["empty_qids"] == ["a"]
-    assert stage.stats["no_results"] == 2  # a stopword-only query and an unknown word
-
-
-def test_fields_choose_what_is_indexed(ds):
-    # "waterproof" occurs only in descriptions (p09, p11); "sneakers" is in p12's title and description
-    topics = _topics(("1", "waterproof"), ("2", "sneakers"))
-    text = first_stage(ds, engine="terrier")(topics)
-    titles = first_stage(ds, engine="terrier", fields=["title"])(topics)
-    assert set(text.loc[text["qid"] == "1", "docno"]) == {"p09", "p11"}
-    assert set(titles["qid"]) == {"2"} and titles["docno"].tolist() == ["p12"]
-    # the price field is indexed as text when asked
-    prices = first_stage(ds, engine="terrier", fields=["price"])(_topics(("1", "599.0")))
-    assert prices["docno"].tolist()[0] == "p28"
-
-
-def test_bm25_parameters_reach_the_engine_and_do_not_leak(ds):
-    topics = _topics(("1", "running shoes cushioned"))
-    default_stage = first_stage(ds, engine="terrier")
-    default = default_stage(topics).set_index("docno")["score"].to_dict()
-    flat = first_stage(ds, engine="terrier", bm25={"b": 0.0})(topics).set_index("docno")["score"].to_dict()
-    steep = first_stage(ds, engine="terrier", bm25={"k1": 3.0})(topics).set_index("docno")["score"].to_dict()
-    assert flat != pytest.approx(default) and steep != pytest.approx(default)
-    again = default_stage(topics).set_index("docno")["score"].to_dict()
-    assert again == pytest.approx(default)  # k1=3.0 of the other stage did not stick
-
-
-def test_rm3_expands_the_query_and_changes_results(ds):
-    topics = _topics(("1", "aa batteries"), ("2", "headphones"))
-    bm25 = first_stage(ds, engine="terrier", depth=10)(topics)
-    rm3_stage = first_stage(ds, engine="terrier", model="rm3", depth=10, rm3={"fb_docs": 3, "fb_terms": 10})
-    rm3 = rm3_stage(topics)
-    assert list(rm3.columns) == COLUMNS
-    assert set(rm3["query"]) == {"aa batteries", "headphones"}  # the original text, not the expansion
-    expanded = rm3_stage.expanded_queries(topics).set_index("qid")["expansion"]
-    assert {"aa", "batteri"} < set(expanded["1"]) and len(expanded["1"]) > 2
-    assert sum(expanded["1"].values()) == pytest.approx(1.0)
-    assert expanded["1"]["batteri"] > max(w for t, w in expanded["1"].items() if t not in {"aa", "batteri"})
-    # expansion brings in documents BM25 did not retrieve for "headphones" (only two products contain the word)
-    assert len(rm3[rm3["qid"] == "2"]) > len(bm25[bm25["qid"] == "2"])
-    assert rm3.groupby("qid").size().max() <= 10
-
-
-def test_index_is_built_once_and_reused(ds):
-    reads = ds.iterations
-    first = first_stage(ds, engine="terrier", fields=["brand"])
-    built = first.prepare()
-    assert built.built_now and ds.iterations == reads + 1
-    second = first_stage(ds, engine="terrier", model="rm3", depth=5, fields=["brand"])
-    reopened = second.prepare()
-    assert not reopened.built_now and reopened.path == built.path
-    assert reopened.info["build_id"] == built.info["build_id"]
-    assert ds.iterations == reads + 1  # the documents were not read again
-    assert set(second(_topics(("1", "duracell")))["docno"]) == {"p01", "p04"}  # the two Duracell products
 
 
 @pytest.mark.slow
@@ -148,11 +42,9 @@ def test_chorus_bm25_is_plausible_and_agrees_across_engines(tmp_path, monkeypatc
     assert sum(shared) / len(shared) >= 0.7  # the same formula on two engines: mostly the same top 10
 
 
-def test_a_failed_build_leaves_no_index(home):
-    from superb.errors import DataError
-    from test_pipelines_corpus import PRODUCTS
-
+def test_a_failed_build_leaves_no_index(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path))
     broken = TinyProducts(name="broken", products=PRODUCTS[:5] + [("x" * 200, "x", "y", "z", 1.0)])
     with pytest.raises(DataError, match="is 200 characters"):
         first_stage(broken, engine="terrier").prepare()
-    assert list((home / "indexes" / "broken").iterdir()) == []
+    assert list((tmp_path / "indexes" / "broken").iterdir()) == []

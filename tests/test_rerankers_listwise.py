@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakeserver import FakeServer, Fault, Reply
+from reranker_helpers import client, prompt_of
 from superb.errors import SpecError
-from superb.llm import LLMClient, LLMConfig, Usage
 from superb.transformers import BuildContext, build_reranker
 from superb.transformers.controls import RandomReranker, Shuffle
 from superb.transformers.deliberated import DeliberatedReranker
@@ -27,15 +27,6 @@ from superb.transformers.sliding import SlidingWindowReranker, window_starts
 @pytest.fixture(autouse=True)
 def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-
-
-def client(srv, **kw) -> LLMClient:
-    kw.setdefault("backoff_s", 0.01)
-    return LLMClient(LLMConfig(model="fake-model", base_urls=(srv.base_url,), **kw), cache=None, usage=Usage())
-
-
-def prompt_of(req: dict) -> str:
-    return "".join(m["content"] for m in req["messages"])
 
 
 def shown(req: dict) -> list[str]:

@@ -4,7 +4,6 @@ against the fake OpenAI server, and docnos preserved under arbitrary model outpu
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 
 import pandas as pd
@@ -21,9 +20,7 @@ from superb.transformers.comparator import PairwiseComparator, parse_pairwise_an
 from superb.transformers.pairwise import PairwiseReranker
 from superb.transformers.registry import BuildContext, build_reranker
 from fakeserver import Fault, FakeServer
-
-
-_HOME_AT_IMPORT = os.environ.get("SUPERB_HOME")  # the real-model tests reuse the shared model file from here
+from reranker_helpers import assert_docnos_preserved, run_of_sizes, small_model_on_chorus
 
 
 @pytest.fixture(autouse=True)
@@ -297,15 +294,9 @@ def test_docnos_preserved_for_any_model_output(answers, sizes, top_k, strategy, 
         a = answers[next(it) % len(answers)]
         return Completion.failure("scripted failure") if a is None else a
 
-    rows = [(f"q{k}", "query", f"q{k}-d{i}", float(-i), i, f"text {i}") for k, n in enumerate(sizes) for i in range(n)]
-    inp = pd.DataFrame(rows, columns=["qid", "query", "docno", "score", "rank", "text"])
+    inp = run_of_sizes(sizes, text="text ")
     rr = PairwiseReranker(ScriptedLLM(answer), top_k=top_k, strategy=strategy, both_orders=both, allow_neither=neither)
-    out = rr(inp)
-    assert len(out) == len(inp)
-    for qid, group in inp.groupby("qid"):
-        got = out[out.qid == qid]
-        assert sorted(got["docno"]) == sorted(group["docno"])
-        assert sorted(got["rank"]) == list(range(len(group)))
+    assert_docnos_preserved(inp, rr(inp))
 
 
 # ---- the real embedded 0.5B model (one Chorus query): the whole path works, not that the model is good ---------
@@ -313,33 +304,7 @@ def test_docnos_preserved_for_any_model_output(answers, sizes, top_k, strategy, 
 @pytest.mark.model
 @pytest.mark.slow
 def test_pairwise_real_small_model_on_chorus(tmp_path, monkeypatch):
-    from pathlib import Path
-
-    from superb.errors import DataError, MissingDependencyError
-    from superb.llm.model import MODELS, resolve_model
-    from superb.llm.server import EmbeddedServer
-
-    mirror = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
-    if not (mirror / "chorus-icecat").is_dir():
-        pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
-    try:
-        with pytest.MonkeyPatch.context() as mp:  # the shared, verified model file of the default SUPERB_HOME
-            if _HOME_AT_IMPORT is None:
-                mp.delenv("SUPERB_HOME", raising=False)
-            else:
-                mp.setenv("SUPERB_HOME", _HOME_AT_IMPORT)
-            model = resolve_model("0.5b", download=False)
-    except (DataError, MissingDependencyError, FileNotFoundError) as e:
-        pytest.skip(f"the 0.5B model is not available offline: {e}")
-    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))
-    from superb.data import load_dataset
-    from superb.pipelines import first_stage
-
-    ds = load_dataset({"name": "chorus"})
-    topics = ds.topics()
-    run = first_stage(ds, engine="pisa", depth=6)(topics[topics["query"] == "aa battery"])
-    with EmbeddedServer(model, alias=MODELS["0.5b"].alias, n_ctx=2048) as srv, \
-            LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None) as llm:
+    with small_model_on_chorus(monkeypatch, "aa battery", depth=6, n_ctx=2048) as (ds, run, llm):
         rr = build_reranker({"type": "pairwise", "top_k": 4, "strategy": "sort", "both_orders": True},
                             context=BuildContext(dataset=ds, llm=llm), path="e2e.pairwise")
         out = rr(run)

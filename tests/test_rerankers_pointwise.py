@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from fakeserver import FakeServer, Fault, Reply
+from reranker_helpers import client, prompt_of
 from superb.errors import SpecError
-from superb.llm import LLMClient, LLMConfig, Usage
 from superb.transformers import BuildContext, build_reranker
 from superb.transformers.deliberated import DeliberatedReranker
 from superb.transformers.pointwise import PointwiseReranker
@@ -19,15 +19,6 @@ from superb.transformers.pointwise import PointwiseReranker
 @pytest.fixture(autouse=True)
 def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-
-
-def client(srv, **kw) -> LLMClient:
-    kw.setdefault("backoff_s", 0.01)
-    return LLMClient(LLMConfig(model="fake-model", base_urls=(srv.base_url,), **kw), cache=None, usage=Usage())
-
-
-def prompt_of(req: dict) -> str:
-    return "".join(m["content"] for m in req["messages"])
 
 
 def product_of(req: dict) -> str:

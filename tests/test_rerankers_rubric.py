@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 
 import pandas as pd
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from fakeserver import FakeServer, Fault
+from reranker_helpers import assert_docnos_preserved, run_of_sizes, small_model_on_chorus
 from superb.errors import SpecError
 from superb.llm.client import LLMClient
 from superb.llm.config import LLMConfig
@@ -22,9 +22,6 @@ from superb.transformers.rubric import (
     DEFAULT_RUBRICS, Rubric, RubricReranker, RubricReward, json_values, parse_rubric_scores, parse_rubrics,
     parse_selection, rubric_reward,
 )
-
-
-_HOME_AT_IMPORT = os.environ.get("SUPERB_HOME")  # the real-model tests reuse the shared model file from here
 
 
 @pytest.fixture(autouse=True)
@@ -256,16 +253,10 @@ OUTPUTS = st.one_of(st.sampled_from([GOOD, "[3, 1, 2]", "[1] > [1] > [99]", "[-1
 @given(outputs=st.lists(OUTPUTS, min_size=1, max_size=8), sizes=st.lists(st.integers(0, 9), min_size=1, max_size=3),
        top_k=st.integers(1, 10), m=st.integers(1, 6))
 def test_docnos_preserved_for_any_model_output(outputs, sizes, top_k, m):
-    rows = [(f"q{k}", "query", f"q{k}-d{i}", float(-i), i, f"p{i}") for k, n in enumerate(sizes) for i in range(n)]
-    inp = pd.DataFrame(rows, columns=["qid", "query", "docno", "score", "rank", "text"])
+    inp = run_of_sizes(sizes)
     rr = RubricReranker(ScriptedLLM(outputs), top_k=top_k, m=m)
-    out = rr(inp)
-    assert len(out) == len(inp)
-    for qid, group in inp.groupby("qid"):
-        got = out[out.qid == qid]
-        assert sorted(got["docno"]) == sorted(group["docno"])
-        assert sorted(got["rank"]) == list(range(len(group)))
-        assert len(rr.selections[qid][1]) <= min(m, top_k)
+    assert_docnos_preserved(inp, rr(inp))
+    assert all(len(rr.selections[qid][1]) <= min(m, top_k) for qid in inp["qid"].unique())
 
 
 # ---- the real embedded 0.5B model (one Chorus query): the whole path works, not that the model is good ---------
@@ -273,34 +264,9 @@ def test_docnos_preserved_for_any_model_output(outputs, sizes, top_k, m):
 @pytest.mark.model
 @pytest.mark.slow
 def test_rubric_real_small_model_on_chorus(monkeypatch):
-    from pathlib import Path
-
-    from superb.errors import DataError, MissingDependencyError
-    from superb.llm.model import MODELS, resolve_model
-    from superb.llm.server import EmbeddedServer
-
-    mirror = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
-    if not (mirror / "chorus-icecat").is_dir():
-        pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
-    try:
-        with pytest.MonkeyPatch.context() as mp:  # the shared, verified model file of the default SUPERB_HOME
-            if _HOME_AT_IMPORT is None:
-                mp.delenv("SUPERB_HOME", raising=False)
-            else:
-                mp.setenv("SUPERB_HOME", _HOME_AT_IMPORT)
-            model = resolve_model("0.5b", download=False)
-    except (DataError, MissingDependencyError, FileNotFoundError) as e:
-        pytest.skip(f"the 0.5B model is not available offline: {e}")
-    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))
-    from superb.data import load_dataset
-    from superb.pipelines import first_stage
     from superb.transformers.text import ProductText
 
-    ds = load_dataset({"name": "chorus"})
-    topics = ds.topics()
-    run = first_stage(ds, engine="pisa", depth=10)(topics[topics["query"] == "laptop"])
-    with EmbeddedServer(model, alias=MODELS["0.5b"].alias, n_ctx=4096) as srv, \
-            LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None) as llm:
+    with small_model_on_chorus(monkeypatch, "laptop", depth=10, n_ctx=4096) as (ds, run, llm):
         rr = RubricReranker(llm, text=ProductText(ds, fields=("title",)), top_k=6, m=3, rubric_tokens=200)
         out = rr(run)
         rubrics, selected = rr.selections[run["qid"].iloc[0]]
