@@ -97,3 +97,86 @@ def test_failed_rewrite_call_falls_back_and_is_counted(source, home):
                                  topics=ds.topics().iloc[:1], judge_options={"type": "pointwise"})
     assert result["stats"]["rewrite_failed_calls"] == 1
     assert "q1-best\tq1\trunning shoes\tbest running shoes\tfallback" in (home / "bench2" / "rewrites.tsv").read_text()
+
+
+def test_benchmark_spec_errors_name_key_paths():
+    from superb.errors import SpecError
+    from superb.judges.spec import parse_judge_spec
+
+    base = {"name": "b", "dataset": {"name": "chorus"}}
+    cases = [({"colour": 1}, r"^benchmark\.colour: unknown key"), ({"depth": 0}, r"^benchmark\.depth: expected an "
+             r"integer >= 1"), ({"engine": "solr"}, r"^benchmark\.engine: 'solr' is not one of"),
+             ({"docs": "all"}, r"^benchmark\.docs"), ({"judge": {"fields": ["title"]}}, r"^benchmark\.judge: .*type")]
+    for table, pattern in cases:
+        with pytest.raises(SpecError, match=pattern):
+            parse_judge_spec({**base, "benchmark": table})
+    with pytest.raises(SpecError, match=r"^judge: \[judge\] is not allowed beside \[benchmark\]"):
+        parse_judge_spec({**base, "benchmark": {}, "judge": {"type": "pointwise"}})
+    spec = parse_judge_spec({**base, "benchmark": {}})
+    assert spec.benchmark.judge == {"type": "deliberated"} and spec.benchmark.docs == "reference"
+
+
+def test_benchmark_spec_references_products_and_materializes_them(source, home, capsys):
+    from superb.cli import main
+    from superb.errors import DataError
+    from superb.judges.benchmark import materialize_docs
+
+    config, _ = source
+    with FakeServer(responder=responder) as srv:
+        spec = home / "bench.toml"
+        spec.write_text("\n".join([
+            'name = "tiny_bench"', "[dataset]", *[f"{k} = {json.dumps(v)}" for k, v in config.items()],
+            "[queries]", 'subset = ["q1", "q2"]', "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]',
+            'cache = "off"', "[benchmark]", "depth = 2", 'judge = { type = "pointwise" }']) + "\n")
+        assert main(["judge", str(spec), "--out", str(home / "out")]) == 0
+        calls = srv.requests
+    out = home / "out"
+    assert calls == 2 + 4  # two rewrites, 2 queries x 2 pooled products graded
+    assert not (out / "docs.jsonl").exists()
+    # BM25 top 2: "running shoes" -> p2, p3 (both match "running" and "shoe(s)" in 4 words; p1 has 5 words, so
+    # a lower BM25 score); "coffee" -> p4, p6 (the only matches)
+    assert sorted((out / "docnos.txt").read_text().split()) == ["p2", "p3", "p4", "p6"]
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["docs"] == "reference" and prov["spec"]["benchmark"]["depth"] == 2 and prov["llm"]["model"] == "fake-model"
+    assert prov["counts"]["labels"] == {"0": 1, "1": 2, "2": 1, "3": 0} and prov["pool"]["engine"] == "pisa"
+    assert "tiny_bench: benchmark of 2 queries, 4 judged pairs" in capsys.readouterr().out
+    with pytest.raises(DataError, match="materialize_docs"):
+        load_config(out)
+    materialize_docs(out)
+    bench = load_dataset(load_config(out))
+    assert bench.doc("p3")["title"] == PRODUCTS["p3"] and len(list(bench.docs_iter())) == 4
+
+
+@pytest.mark.slow
+def test_chorus_superlative_spec_with_the_fake_server(home, monkeypatch):
+    """experiments/chorus_superlative.toml as committed, answered by the fake server: 5 queries x 5 products."""
+    import os
+    from pathlib import Path
+
+    from superb.judges.run import run_judge_spec
+    from superb.judges.spec import load_judge_spec
+
+    mirror = os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).parents[2] / "shared" / "data"
+    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))
+    spec = load_judge_spec(Path(__file__).parents[1] / "experiments" / "chorus_superlative.toml")
+
+    def chorus_responder(req: dict) -> str:
+        prompt = "".join(m["content"] for m in req["messages"])
+        if "Rewrite an online shop search" in prompt:
+            return "best " + prompt.rsplit("Search:", 1)[1].split("\n")[0].strip() + " for everyday use"
+        return "- good value" if "Product:" not in prompt else "2"
+
+    with FakeServer(responder=chorus_responder) as srv:
+        llm = LLMClient(LLMConfig(model="fake-model", base_urls=(srv.base_url,)), cache=None, usage=Usage())
+        result = run_judge_spec(spec, home / "superlative", llm=llm)
+        calls = srv.requests
+    out = home / "superlative"
+    assert calls == 5 + 5 + 25  # rewrites, ideal attributes per query, grades
+    assert result["counts"]["queries"] == 5 and result["counts"]["judgments"] == 25
+    rewrites = (out / "rewrites.tsv").read_text().splitlines()[1:]
+    assert len(rewrites) == 5 and all("\tbest " in r and r.endswith("for everyday use\tok") for r in rewrites)
+    assert set((out / "qrels.trec").read_text().split()[3::4]) == {"2"}
+    assert len((out / "docnos.txt").read_text().split()) == result["counts"]["docs"]
+    assert not (out / "docs.jsonl").exists()
+    ideals = json.loads((out / "provenance.json").read_text())["judge"]["ideals"]
+    assert len(ideals) == 5 and set(ideals.values()) == {"- good value"}  # the deliberated judge's first step

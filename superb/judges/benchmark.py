@@ -206,7 +206,7 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
                            "provenance": _jsonable(dataset.provenance())},
         "model": getattr(llm, "model", None),
         "templates": {"rewrite": load_template("judge_superlative").id, **judge.template_ids()},
-        "judge": {"options": judge_options, "stats": dict(judge.stats)},
+        "judge": {"options": judge_options, "stats": dict(judge.stats), "ideals": getattr(judge, "ideals", None)},
         "pool": {"engine": None if custom_retriever else engine, "model": None if custom_retriever else model,
                  "depth": depth, "pool_query": pool_query, "retriever": repr(retriever)}, "docs": docs,
         "fields": fields, "rel_threshold": int(rel_threshold), "labels": list(judge.labels),
