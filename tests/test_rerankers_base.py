@@ -1,5 +1,6 @@
 """LLMReranker base behaviour: empty frame, columns, top_k split, docnos preserved, strict spec options."""
 
+import re
 from collections import Counter
 
 import pandas as pd
@@ -161,3 +162,77 @@ def test_shuffle_from_spec_uses_context_seed_and_rejects_unknown_keys():
     assert (shuffle.seed, shuffle.top_k) == (7, 20)
     with pytest.raises(SpecError, match=r"r\.k.*allowed keys.*seed"):
         build_reranker({"type": "shuffle", "k": 20}, context=BuildContext(), path="r")
+
+
+# ---- the per-query progress bar ---------------------------------------------------------------------------------
+
+def three_queries():
+    return frame([(q, "phone", f"{q}-{i}", 2.0 - i, i, "x" * (i + 1)) for q in ("q1", "q2", "q3") for i in range(2)])
+
+
+def test_progress_bar_counts_queries_on_stderr(capsys, monkeypatch):
+    monkeypatch.delenv("SUPERB_PROGRESS", raising=False)
+    out = ReverseByLength(top_k=2, tag="by-length")(three_queries())
+    assert len(out) == 6
+    err = capsys.readouterr().err
+    final = err.rsplit("\r", 1)[-1]  # tqdm redraws the line with \r; the last drawing is the closed bar
+    assert final.startswith("by-length: 100%") and "| 3/3 [" in final
+    assert re.search(r"\[\d\d:\d\d<\d\d:\d\d, [\d.]+(query/s|s/query)\]", final)  # elapsed<ETA, rate in queries
+
+
+def test_progress_bar_advances_once_per_completed_query(monkeypatch):
+    events = []
+
+    class FakeBar:
+        def __init__(self, total):
+            events.append(("open", total))
+
+        def update(self, n):
+            events.append(("update", n))
+
+        def close(self):
+            events.append(("close",))
+
+    class Logged(ReverseByLength):
+        async def score(self, cands):
+            events.append(("scored", cands.qid))
+            return await super().score(cands)
+
+    r = Logged(top_k=2)
+    monkeypatch.setattr(r, "progress_bar", FakeBar)
+    r(three_queries())
+    scored = sorted(e[1] for e in events if e[0] == "scored")
+    assert scored == ["q1", "q2", "q3"]
+    assert events[0] == ("open", 3) and events[-1] == ("close",)
+    middle = [e[0] for e in events[1:-1]]
+    assert middle == ["scored", "update"] * 3  # each query advances the bar once, after its scores are in
+
+
+def test_progress_bar_off_for_one_query_or_superb_progress_0(capsys, monkeypatch):
+    monkeypatch.delenv("SUPERB_PROGRESS", raising=False)
+    ReverseByLength(top_k=2, tag="by-length")(three_queries().query("qid == 'q1'"))
+    assert "by-length" not in capsys.readouterr().err
+    monkeypatch.setenv("SUPERB_PROGRESS", "0")
+    ReverseByLength(top_k=2, tag="by-length")(three_queries())
+    assert "by-length" not in capsys.readouterr().err
+
+
+def test_progress_bar_is_closed_when_a_query_fails(monkeypatch):
+    closed = []
+
+    class Broken(ReverseByLength):
+        async def score(self, cands):
+            raise RuntimeError(f"boom in {cands.qid}")
+
+    r = Broken(top_k=2)
+    real = r.progress_bar
+
+    def tracked(total):
+        bar = real(total)
+        bar.close = lambda close=bar.close: (closed.append(bar.n), close())
+        return bar
+
+    monkeypatch.setattr(r, "progress_bar", tracked)
+    with pytest.raises(RuntimeError, match="boom in q1"):
+        r(three_queries())
+    assert closed == [0]  # closed once, and no failed query counted as done

@@ -16,12 +16,16 @@ prior order); product text (``ProductText``, or else a ``text`` column of the in
 empty frame (right columns, no calls); reranking only the top ``top_k`` of each query (the rest stays below, in its
 prior order); output docnos == input docnos per query; the rank-derived output ``score`` (n - position, so it agrees
 with ``rank``) and the raw reranker score in ``llm_score`` (NaN below top_k); ranks via ``pt.model.add_ranks``;
-per-query concurrency (one coroutine per query, run together with ``llm.gather_sync``).
+per-query concurrency (one coroutine per query, run together with ``llm.gather_sync``) with a tqdm progress bar on
+stderr (desc = the reranker's tag, unit "query", ETA) from two queries up; ``SUPERB_PROGRESS=0`` turns it off. The bar
+is shown whether or not stderr is a terminal (like the client's ``complete_many`` bar), so long runs logged to a file
+show their ETA too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -42,6 +46,7 @@ except ImportError:  # pragma: no cover - python-terrier is in the core dependen
     _TransformerBase = object
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
+PROGRESS_MIN_QUERIES = 2  # a per-query progress bar from this many queries (unless SUPERB_PROGRESS=0)
 
 
 @dataclass(frozen=True)
@@ -106,14 +111,27 @@ class LLMReranker(_TransformerBase):
         return comp
 
     def run_all(self, coros: list) -> list:
-        """Run one coroutine per query concurrently (the client's ``gather_sync``, else a private event loop)."""
-        if self.llm is not None and hasattr(self.llm, "gather_sync"):
-            return self.llm.gather_sync(coros)
+        """Run one coroutine per query concurrently (the client's ``gather_sync``, else a private event loop); a
+        progress bar advances as each query completes (see the module docstring for when it is shown)."""
+        bar = self.progress_bar(len(coros))
+        coros = [_advancing(c, bar) for c in coros]
+        try:
+            if self.llm is not None and hasattr(self.llm, "gather_sync"):
+                return self.llm.gather_sync(coros)
 
-        async def _all():
-            return await asyncio.gather(*coros)
+            async def _all():
+                return await asyncio.gather(*coros)
 
-        return asyncio.run(_all())
+            return asyncio.run(_all())
+        finally:
+            bar.close()
+
+    def progress_bar(self, total: int):
+        """The per-query tqdm bar (stderr; disabled below PROGRESS_MIN_QUERIES queries or when SUPERB_PROGRESS=0)."""
+        from tqdm.auto import tqdm
+
+        off = os.environ.get("SUPERB_PROGRESS", "").strip().lower() in {"0", "false", "off", "no"}
+        return tqdm(total=total, desc=self.tag, unit="query", disable=off or total < PROGRESS_MIN_QUERIES)
 
     # ---- the PyTerrier side -------------------------------------------------------------------------------------
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -181,6 +199,13 @@ class LLMReranker(_TransformerBase):
         out = pd.concat([head, tail])
         out["score"] = np.arange(len(out), 0, -1, dtype="float64")
         return out
+
+
+async def _advancing(coro, bar):
+    """Await ``coro``, then advance ``bar`` by one (a failed query does not advance it)."""
+    result = await coro
+    bar.update(1)
+    return result
 
 
 # ---- strict option reading for from_spec -----------------------------------------------------------------------

@@ -13,6 +13,9 @@ Writes to the results folder:
   label_study.csv           judge, measure, n_systems, n_queries, tau, p, discordant_pairs, order_human,
                             order_judge, tested_verdicts, flipped_verdicts
   label_study_verdicts.csv  every tested (system, baseline, measure) verdict under both label sets, flipped or not
+
+A verdict FLIPS when the conclusion changes: significantly better, significantly worse, or no significant difference
+("n.s." and "untested", i.e. identical per-query values, are the same conclusion).
 """
 
 from __future__ import annotations
@@ -183,7 +186,13 @@ def _all_verdicts(study) -> pd.DataFrame:
 
     every = verdict_flips(study.tables["human"], study.tables["judge"], ("human", "judge"), only_flips=False)
     every = every[every["verdict_human"].ne("") | every["verdict_judge"].ne("")]
-    return every.assign(flipped=every["verdict_human"] != every["verdict_judge"]).reset_index(drop=True)
+    flipped = every["verdict_human"].map(_conclusion) != every["verdict_judge"].map(_conclusion)
+    return every.assign(flipped=flipped).reset_index(drop=True)
+
+
+def _conclusion(verdict: str) -> str:
+    """A verdict as a conclusion: "better", "worse", or no significant difference ("n.s." and "untested" alike)."""
+    return verdict if verdict in ("better", "worse") else "no difference"
 
 
 def _section(name: str, study, every: pd.DataFrame, n_pairs: int) -> str:
@@ -199,7 +208,8 @@ def _section(name: str, study, every: pd.DataFrame, n_pairs: int) -> str:
         p = "" if np.isnan(r.p) else f"{r.p:.3f}"
         lines.append(f"| {r.measure} | {tau} | {p} | {r.discordant_pairs} | {r.order_human} | {r.order_judge} |")
     flips = every[every["flipped"]]
-    lines += ["", f"Verdicts against the baseline: {len(every)} tested, {len(flips)} flipped."]
+    lines += ["", f"Verdicts against the baseline: {len(every)} tested, {len(flips)} flipped (better / worse / no "
+                  "significant difference)."]
     for r in flips.itertuples(index=False):
         lines.append(f"- {r.system} vs {r.baseline}, {r.measure}: {r.verdict_human} (human) -> "
                      f"{r.verdict_judge} (judge)")
