@@ -8,7 +8,8 @@ Modules (import what you need; nothing heavy is imported here):
   records         Judgment records, qrels and JSON-lines I/O
   judge           PointwiseJudge, DeliberatedJudge, ListwiseJudge, PairwiseJudge; build_judge(options, ...)
   study           label_study: do human vs judge labels change system orderings (Kendall's tau) and verdicts?
+  study_run       the [label_study] of a judge spec: systems from a results folder or first stages, label_study.md
   pairwise_study  the "check twice" table: forced / allow-neither x one / both orders, per product field set
-  benchmark       build a SUPERB-style benchmark folder (superlative rewrites, pooled, LLM-labelled)
+  benchmark       build a SUPERB-style benchmark folder (superlative rewrites, pooled, LLM-labelled); [benchmark] specs
   spec, run, report, cli   `superb judge SPEC` (results/NAME/ with agreement tables and confusion heatmaps)
 """
