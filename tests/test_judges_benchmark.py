@@ -137,7 +137,8 @@ def test_benchmark_spec_references_products_and_materializes_them(source, home, 
     # a lower BM25 score); "coffee" -> p4, p6 (the only matches)
     assert sorted((out / "docnos.txt").read_text().split()) == ["p2", "p3", "p4", "p6"]
     prov = json.loads((out / "provenance.json").read_text())
-    assert prov["docs"] == "reference" and prov["spec"]["benchmark"]["depth"] == 2 and prov["llm"]["model"] == "fake-model"
+    assert prov["docs"] == "reference" and prov["spec"]["benchmark"]["depth"] == 2
+    assert prov["llm"]["model"] == "fake-model"
     assert prov["counts"]["labels"] == {"0": 1, "1": 2, "2": 1, "3": 0} and prov["pool"]["engine"] == "pisa"
     assert "tiny_bench: benchmark of 2 queries, 4 judged pairs" in capsys.readouterr().out
     with pytest.raises(DataError, match="materialize_docs"):

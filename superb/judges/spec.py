@@ -42,9 +42,8 @@ label_map = { "3" = 2 }            # judge label -> human label, when the scales
 runs = "results/chorus_first_stage"   # reuse the TREC runs of a `superb run` folder (relative to the current
                                    # directory); baselines from its provenance.json spec
 select = ["PISA BM25", "PISA RM3"] # optional: only these systems of the folder
-# ... or run first stages on the selected queries (exactly one of runs / systems):
-# systems = [{ name = "BM25", first_stage = { engine = "pisa", model = "bm25", depth = 100 } },
-#            { name = "RM3", first_stage = { engine = "pisa", model = "rm3" }, baseline = "BM25" }]
+# ... or run first stages on the selected queries (exactly one of runs / systems), each a table:
+# [[label_study.systems]]  name = "RM3", first_stage = { engine = "pisa", model = "rm3" }, baseline = "BM25"
 measures = ["nDCG@10", "P@10"]     # default; binary measures use [agreement] rel (else the data set's)
 condensed = true                   # default: unjudged documents are removed from the runs (the judge labels only
                                    # the pool); false: they count as non-relevant
