@@ -158,7 +158,8 @@ def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame,
             if ls.condensed else "documents outside those pairs count as non-relevant")
     notes = [f"Systems: {', '.join(runs)} ({info['source']}). Each judge is compared with the human labels on the "
              f"pool pairs both label; {rule}. Test: {ls.test}, {ls.correction} correction, alpha {ls.alpha}; "
-             f"binary measures count label >= {rel if rel is not None else 1} as relevant."]
+             f"binary measures count label >= {rel if rel is not None else 1} as relevant. Orders: by mean, ties "
+             "in the spec's order."]
     if info["untested_without_baseline"]:
         notes.append(f"Untested: {', '.join(info['untested_without_baseline'])}.")
     if info.get("missing_from_run"):
