@@ -11,6 +11,10 @@ import pytest
 
 DEFAULT_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
+# CI passes a relative mirror (../shared/data); some tests change the working directory, so pin it once, here.
+if os.environ.get("SUPERB_DATA_MIRROR"):
+    os.environ["SUPERB_DATA_MIRROR"] = str(Path(os.environ["SUPERB_DATA_MIRROR"]).resolve())
+
 
 @pytest.fixture()
 def chorus_mirror(monkeypatch) -> Path:
