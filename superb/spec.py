@@ -83,15 +83,19 @@ class Spec:
         return next(p for p in self.pipelines if p.name == name)
 
 
-def load_spec(path: str | Path) -> Spec:
+def read_toml(path: str | Path, what: str = "spec file", hint: str = "experiments/*.toml are examples") -> dict:
+    """A spec file's TOML as a dict; a missing file or bad TOML is a SpecError naming the file."""
     path = Path(path)
     if not path.is_file():
-        raise SpecError("", f"spec file {path} does not exist (experiments/*.toml are examples)")
+        raise SpecError("", f"{what} {path} does not exist ({hint})")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError("", f"{path} is not valid TOML: {exc}") from exc
-    return parse_spec(raw, source=path)
+
+
+def load_spec(path: str | Path) -> Spec:
+    return parse_spec(read_toml(path), source=Path(path))
 
 
 def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:

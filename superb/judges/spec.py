@@ -70,7 +70,6 @@ rel_threshold = 2
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,14 +161,10 @@ def _int(table: dict, key: str, path: str, default: Any, minimum: int | None = N
 
 
 def load_judge_spec(path: str | Path) -> JudgeSpec:
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError("", f"judge spec {path} does not exist (see experiments/judges_chorus.toml)")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError("", f"{path} is not valid TOML: {exc}") from None
-    return parse_judge_spec(raw, source=path)
+    from superb.spec import read_toml
+
+    raw = read_toml(path, what="judge spec", hint="see experiments/judges_chorus.toml")
+    return parse_judge_spec(raw, source=Path(path))
 
 
 def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSpec:
