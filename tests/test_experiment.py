@@ -66,7 +66,7 @@ rerank = {{ type = "shuffle", seed = 3, top_k = 10 }}
 @pytest.fixture()
 def home(tmp_path, monkeypatch, chorus_mirror):
     monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SUPERB_TEST_KEY", "sk-testsecret0123456789abcdefXYZ")
+    monkeypatch.setenv("SUPERB_TEST_KEY", "fake-key-testsecret-0123456789")
     return tmp_path
 
 
@@ -115,8 +115,8 @@ def test_run_writes_results_and_rerun_repeats_no_call(home, capsys):
     assert "paired randomization" in md.lower() or "randomization" in md
     for path in out.rglob("*"):
         if path.is_file() and path.suffix in {".md", ".csv", ".json", ".run", ".tsv", ".trec"}:
-            assert "sk-testsecret" not in path.read_text(), path
-    assert b"sk-testsecret" not in (home / "cache.sqlite").read_bytes()
+            assert "fake-key-testsecret" not in path.read_text(), path
+    assert b"fake-key-testsecret" not in (home / "cache.sqlite").read_bytes()
 
 
 @pytest.mark.slow
