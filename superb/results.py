@@ -81,10 +81,23 @@ def usage_frame(result: ExperimentResult) -> pd.DataFrame:
         row["est_cost_usd"] = _cost(price, row["prompt_tokens"], row["completion_tokens"])
         row["est_cost_uncached_usd"] = _cost(price, row["prompt_tokens"] + row["saved_prompt_tokens"],
                                              row["completion_tokens"] + int(pr.usage.get("saved_completion_tokens", 0)))
-        row["repairs"] = sum(v for k, v in pr.stats.items() if "repair" in k or "fallback" in k or "default" in k)
+        row["repaired"], row["fallbacks"] = repairs_and_fallbacks(pr.stats)
         row.update({f"stat:{k}": v for k, v in sorted(pr.stats.items())})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def repairs_and_fallbacks(stats: dict[str, int]) -> tuple[int, int]:
+    """Model answers that needed repair, and results that fell back to a default, from a component's counters.
+
+    Listwise counts each repair by kind (``repair_missing``...) AND once per answer (``repaired_answers``): the
+    answers are what the column reports, so the per-kind counts are used only where no per-answer count exists.
+    Fallbacks are the ``fallback_*`` counters and default labels/rubrics.
+    """
+    per_kind = sum(v for k, v in stats.items() if k.startswith("repair_"))
+    repaired = stats.get("repaired_answers", per_kind)
+    fallbacks = sum(v for k, v in stats.items() if k.startswith("fallback_") or "default" in k)
+    return int(repaired), int(fallbacks)
 
 
 def _cost(price: dict[str, float] | None, prompt_tokens: int, completion_tokens: int) -> float:
@@ -103,7 +116,7 @@ def write_results(result: ExperimentResult, out_dir: Path) -> Path:
     usage = usage_frame(result)
     judged = (perquery[perquery["measure"].str.startswith("Judged")]
               .groupby("system")["value"].mean().rename("judged@10"))
-    extra = usage.set_index("system")[["requests", "cache_hits", "failures", "repairs"]].join(judged)
+    extra = usage.set_index("system")[["requests", "cache_hits", "failures", "repaired", "fallbacks"]].join(judged)
     extra.insert(1, "prompt_tok/q", usage.set_index("system")["prompt_tokens_per_query"].round(0))
     if _price(result) is not None:
         extra["cost $"] = usage.set_index("system")["est_cost_uncached_usd"]

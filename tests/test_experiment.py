@@ -147,3 +147,12 @@ def test_help_lists_subcommands(capsys):
     text = capsys.readouterr().out
     for command in ["run", "show", "compare", "llm", "judge"]:
         assert command in text
+
+
+def test_repairs_count_answers_not_kinds_and_fallbacks_apart():
+    from superb.results import repairs_and_fallbacks
+
+    # one listwise answer with two missing ids: 1 repaired answer, not 3
+    assert repairs_and_fallbacks({"repair_missing": 2, "repaired_answers": 1, "calls": 6}) == (1, 0)
+    # a component without a per-answer count: the per-kind counts; fallbacks and default labels counted apart
+    assert repairs_and_fallbacks({"repair_weight": 2, "fallback_failed_call": 1, "default_labels": 4}) == (2, 5)

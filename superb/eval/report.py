@@ -31,12 +31,9 @@ def _name(measure) -> str:
 
 
 def _check_perquery(perquery: pd.DataFrame) -> pd.DataFrame:
-    if not isinstance(perquery, pd.DataFrame):
-        raise TypeError(f"perquery must be a DataFrame{list(PERQUERY_COLUMNS)}, found {type(perquery).__name__}")
-    missing = [c for c in PERQUERY_COLUMNS if c not in perquery.columns]
-    if missing:
-        raise ValueError(f"perquery lacks column(s) {missing}; found {list(perquery.columns)}. "
-                         f"Stack superb.eval.evaluate.per_query results with a 'system' column.")
+    from superb.eval.evaluate import _require
+
+    _require(perquery, PERQUERY_COLUMNS, "perquery (stack superb.eval.evaluate.per_query results with a 'system' column)")
     frame = perquery[list(PERQUERY_COLUMNS)].copy()
     frame["system"] = frame["system"].astype(str)
     frame["qid"] = frame["qid"].astype(str)
