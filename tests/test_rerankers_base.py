@@ -9,7 +9,7 @@ import pytest
 from superb.errors import SpecError
 from superb.transformers.base import COMMON_OPTIONS, Candidates, LLMReranker, read_options, scores_from_order
 from superb.transformers.registry import BuildContext, build_reranker, reranker_class
-from superb.transformers.text import ProductText, truncate
+from superb.llm.text import ProductText, truncate
 
 
 class ReverseByLength(LLMReranker):

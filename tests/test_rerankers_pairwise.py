@@ -16,7 +16,7 @@ from superb.llm.config import LLMConfig
 from superb.llm.prompts import load_template
 from superb.llm.types import Completion
 from superb.transformers.aggregation import AllPairs, MergeSort, win_count_order
-from superb.transformers.comparator import PairwiseComparator, parse_pairwise_answer, render_product
+from superb.llm.comparator import PairwiseComparator, parse_pairwise_answer, render_product
 from superb.transformers.pairwise import PairwiseReranker
 from superb.transformers.registry import BuildContext, build_reranker
 from fakeserver import Fault, FakeServer

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from superb.transformers.parsing import (
+from superb.llm.parsing import (
     LABEL_TOKENS,
     YES_NO_TOKENS,
     first_distribution,

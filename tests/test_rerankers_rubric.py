@@ -264,7 +264,7 @@ def test_docnos_preserved_for_any_model_output(outputs, sizes, top_k, m):
 @pytest.mark.model
 @pytest.mark.slow
 def test_rubric_real_small_model_on_chorus(monkeypatch):
-    from superb.transformers.text import ProductText
+    from superb.llm.text import ProductText
 
     with small_model_on_chorus(monkeypatch, "laptop", depth=10, n_ctx=4096) as (ds, run, llm):
         rr = RubricReranker(llm, text=ProductText(ds, fields=("title",)), top_k=6, m=3, rubric_tokens=200)

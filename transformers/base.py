@@ -35,7 +35,7 @@ import pandas as pd
 
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.text import ProductText, clean
+from superb.llm.text import ProductText, clean
 
 try:  # pyterrier is a hard dependency, but keep `import superb.transformers.base` light when it is absent
     import pyterrier as pt

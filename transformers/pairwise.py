@@ -20,8 +20,8 @@ from superb.transformers.base import (
     COMMON_OPTIONS, Candidates, LLMReranker, Opt, one_of, product_text, read_options, require_llm,
     scores_from_order,
 )
-from superb.transformers.comparator import PairwiseComparator, PromptTemplate
-from superb.transformers.text import ProductText
+from superb.llm.comparator import PairwiseComparator, PromptTemplate
+from superb.llm.text import ProductText
 
 DEFAULT_TEMPLATE = "pairwise_compare"
 

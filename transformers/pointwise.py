@@ -39,7 +39,7 @@ from superb.transformers.base import (
     spec_error,
     unit_float,
 )
-from superb.transformers.parsing import (
+from superb.llm.parsing import (
     LABEL_TOKENS,
     YES_NO_TOKENS,
     first_distribution,

@@ -27,8 +27,8 @@ from superb.transformers.base import (
     COMMON_OPTIONS, Candidates, LLMReranker, Opt, positive_int, product_text, read_options, require_llm,
     scores_from_order,
 )
-from superb.transformers.comparator import AsyncLLM, PromptTemplate, load_template
-from superb.transformers.text import ProductText, clean
+from superb.llm.comparator import AsyncLLM, PromptTemplate, load_template
+from superb.llm.text import ProductText, clean
 
 MAX_RUBRICS = 8
 NAME_CHARS, DESCRIPTION_CHARS = 60, 240

@@ -8,7 +8,7 @@ Four prompting strategies of the SUPERB paper, one class each:
   (``deliberated_attributes``), then grades each product against them (``deliberated_label``); the attribute text is
   kept in ``judge.ideals``. Same templates as the deliberated reranker, as in SUPERB where this prompt built the labels.
 - ``ListwiseJudge``: the products of a query in windows of ``window``, all graded in one answer (``judge_listwise``).
-- ``PairwiseJudge``: products of a query compared in pairs through :class:`superb.transformers.comparator.
+- ``PairwiseJudge``: products of a query compared in pairs through :class:`superb.llm.comparator.
   PairwiseComparator` (template ``pairwise_compare``); a product's grade is its win rate mapped onto the label scale.
 
 Every record (:class:`superb.judges.records.Judgment`) carries the label, a confidence, the raw answer, the template
@@ -61,7 +61,7 @@ class Judge:
 
     def __init__(self, llm: Any, dataset: Any, *, fields: Sequence[str] = ("title",), max_tokens: int = 64,
                  labels: Sequence[int] | None = None, default_label: int = 0, tag: str | None = None):
-        from superb.transformers.text import ProductText
+        from superb.llm.text import ProductText
 
         self.llm = llm
         self.dataset = dataset
@@ -238,7 +238,7 @@ class PairwiseJudge(Judge):
     def __init__(self, llm: Any, dataset: Any, *, template: Any = "pairwise_compare", allow_neither: bool = False,
                  both_orders: bool = False, opponents: int = 4, max_pairs: int = 45, seed: int = 0, **kw: Any):
         super().__init__(llm, dataset, **kw)
-        from superb.transformers.comparator import PairwiseComparator
+        from superb.llm.comparator import PairwiseComparator
 
         self.template = load_template(template)
         self.comparator = PairwiseComparator(llm, self.template, self.text.fields, allow_neither=allow_neither,

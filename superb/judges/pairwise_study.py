@@ -101,7 +101,7 @@ def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,
     """Ask ``llm`` about every pair under every variant. Returns (table, decisions):
     table has one row per (fields, choice, orders) with TABLE_COLUMNS; decisions one row per (pair, fields, choice)
     with the parsed answer of each order, the one-order and both-orders winners, and the raw answers."""
-    from superb.transformers.comparator import PairwiseComparator
+    from superb.llm.comparator import PairwiseComparator
 
     missing = [c for c in PAIR_COLUMNS if c not in pairs.columns]
     if missing:

@@ -1,7 +1,7 @@
 """Parsing judge answers: pure functions from model text (and token logprobs) to graded labels.
 
 Grades are integers of a fixed label set (default 0..3). ``parse_grade`` is stricter than
-superb.transformers.parsing.parse_label (the first digit anywhere): a judge must not read "product 2 ... grade 3" as 2,
+superb.llm.parsing.parse_label (the first digit anywhere): a judge must not read "product 2 ... grade 3" as 2,
 so an answer that mentions several different grades without leading with one is unparseable (counted, default label). A parser returns None when the answer is unparseable or
 ambiguous; the judge then applies its documented default label and counts it. Nothing here raises on model output.
 """
@@ -45,8 +45,8 @@ def parse_grade(text: str | None, labels: Sequence[int] = (0, 1, 2, 3)) -> int |
 def grade_distribution(logprobs: Sequence[TokenLogprob] | None, labels: Sequence[int] = (0, 1, 2, 3)
                        ) -> dict[int, float] | None:
     """P(grade) over the label set at the first generated position whose top alternatives include a grade
-    (superb.transformers.parsing.first_distribution); every label present as a key. None without logprobs."""
-    from superb.transformers.parsing import first_distribution
+    (superb.llm.parsing.first_distribution); every label present as a key. None without logprobs."""
+    from superb.llm.parsing import first_distribution
 
     dist, _ = first_distribution(logprobs or (), {str(x): int(x) for x in labels})
     if dist is None:
