@@ -31,7 +31,7 @@ def _home(tmp_path, monkeypatch):
 
 def shown(req: dict) -> list[str]:
     """The product texts of a listwise prompt, in the order shown ([1], [2], ...)."""
-    return re.findall(r"^\[\d+\] (.*)$", prompt_of(req), re.M)
+    return re.findall(r"^\[\d+\] <<< (.*) >>>$", prompt_of(req), re.M)
 
 
 def frame(qid: str, texts: list[str], query: str = "query") -> pd.DataFrame:

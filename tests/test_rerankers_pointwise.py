@@ -22,7 +22,7 @@ def _home(tmp_path, monkeypatch):
 
 
 def product_of(req: dict) -> str:
-    return re.search(r"^Product: (.*)$", prompt_of(req), re.M).group(1)
+    return re.search(r"^Product: <<< (.*) >>>$", prompt_of(req), re.M).group(1)
 
 
 def lp(dist: dict[str, float], text: str | None = None) -> Reply:
@@ -177,9 +177,9 @@ def test_deliberated_attributes_once_per_query_and_confidence_ties():
     assert len(attribute_calls) == 2  # "tent" (shared by q1 and q2) and "stove"
     assert order(out, "q1") == ["q1-d3", "q1-d1", "q1-d0", "q1-d2"]  # D, B, A, C
     assert order(out, "q2") == ["q2-d1", "q2-d0"]  # A (2.3) before C (2.25)
-    label_prompt = next(p for p in prompts if "Product: D" in p)
+    label_prompt = next(p for p in prompts if "Product: <<< D >>>" in p)
     # instructions, query, attributes, then the product
-    assert label_prompt.index("Query: tent") < label_prompt.index("- ideal for tent") < label_prompt.index("Product: D")
+    assert label_prompt.index("Query: tent") < label_prompt.index("- ideal for tent") < label_prompt.index("Product: <<< D >>>")
     assert rr.attributes == {"tent": "- ideal for tent\n- durable", "stove": "- ideal for stove\n- durable"}
     assert rr.stats["calls"] == 2 + 7
 

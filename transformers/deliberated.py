@@ -106,8 +106,7 @@ class DeliberatedReranker(LLMReranker):
     def label_request(self, query: str, attributes: str, product: str) -> ChatRequest:
         prompt = self.label_template.render(query=query, attributes=attributes, product=product)
         if self.confidence == "logprobs":
-            return ChatRequest.chat(None, prompt, template=self.label_template.id, max_tokens=2, logprobs=True,
-                                    top_logprobs=10, tag=self.tag)
+            return ChatRequest.label(prompt, template=self.label_template.id, tag=self.tag)
         return ChatRequest.chat(None, prompt, template=self.label_template.id, max_tokens=16, tag=self.tag)
 
     async def score(self, cands: Candidates) -> list[float]:

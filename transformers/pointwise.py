@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Mapping, Sequence
 
-from superb.llm.types import ChatRequest, Completion
+from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
 from superb.transformers.base import (
     COMMON_OPTIONS,
     Candidates,
@@ -52,7 +52,6 @@ TEMPLATES = {
     "best": ("pointwise_best", "pointwise_best_product"),
     "yesno": ("pointwise_yesno", "pointwise_yesno_product"),
 }
-TOP_LOGPROBS = 10
 
 
 def minmax(values: Sequence[float]) -> list[float]:
@@ -75,7 +74,7 @@ class PointwiseReranker(LLMReranker):
     type_name = "pointwise"
 
     def __init__(self, llm: Any, *, variant: str = "best", template: str | None = None, fusion: float = 1.0,
-                 max_new_tokens: int = 2, **kw: Any):
+                 max_new_tokens: int = LABEL_MAX_TOKENS, **kw: Any):
         super().__init__(llm, **kw)
         if variant not in VARIANTS:
             raise ValueError(f"PointwiseReranker: variant must be one of {list(VARIANTS)}, got {variant!r}")
@@ -103,7 +102,7 @@ class PointwiseReranker(LLMReranker):
             variant=Opt("best", one_of(*VARIANTS)),
             template=Opt(None, one_of(*TEMPLATES["best"], *TEMPLATES["yesno"])),
             fusion=Opt(1.0, unit_float),
-            max_new_tokens=Opt(2, positive_int),
+            max_new_tokens=Opt(LABEL_MAX_TOKENS, positive_int),
         )
         opts = read_options(options, path, schema)
         try:
@@ -115,8 +114,7 @@ class PointwiseReranker(LLMReranker):
 
     def request(self, query: str, product: str) -> ChatRequest:
         prompt = self.template.render(query=query, product=product)
-        return ChatRequest.chat(None, prompt, template=self.template.id, max_tokens=self.max_new_tokens,
-                                logprobs=True, top_logprobs=TOP_LOGPROBS, tag=self.tag)
+        return ChatRequest.label(prompt, template=self.template.id, max_tokens=self.max_new_tokens, tag=self.tag)
 
     async def score(self, cands: Candidates) -> list[float]:
         comps = await asyncio.gather(*(self.complete(self.request(cands.query, t)) for t in cands.texts))

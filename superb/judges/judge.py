@@ -111,6 +111,10 @@ class Judge:
         return ChatRequest.chat(None, template.render(**variables), template=template.id, max_tokens=max_tokens,
                                 temperature=0.0, logprobs=logprobs, top_logprobs=10 if logprobs else 0, tag=self.tag)
 
+    def _label_request(self, template: Any, **variables: Any) -> ChatRequest:
+        """A one-token grade request, the same as the pointwise reranker's for the same prompt (one cached answer)."""
+        return ChatRequest.label(template.render(**variables), template=template.id, tag=self.tag)
+
     def _product(self, docno: str) -> str:
         return self.text.get(docno, self.stats)
 
@@ -144,7 +148,7 @@ class PointwiseJudge(Judge):
         return {"grade": self.template.id}
 
     async def _one(self, qid: str, query: str, docno: str) -> Judgment:
-        req = self._request(self.template, 8, logprobs=True, query=query, product=self._product(docno))
+        req = self._label_request(self.template, query=query, product=self._product(docno))
         return self._graded(qid, docno, await self.llm.acomplete(req), self.template.id)
 
     async def ajudge_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Judgment]:
@@ -181,8 +185,7 @@ class DeliberatedJudge(PointwiseJudge):
         ideal = await self.ideal(qid, query)
 
         async def one(docno: str) -> Judgment:
-            req = self._request(self.template, 8, logprobs=True, query=query, attributes=ideal,
-                                product=self._product(docno))
+            req = self._label_request(self.template, query=query, attributes=ideal, product=self._product(docno))
             return self._graded(qid, docno, await self.llm.acomplete(req), self.template.id)
 
         return list(await asyncio.gather(*(one(d) for d in docnos)))

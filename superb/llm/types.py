@@ -9,6 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# A "label request" asks for ONE answer token (a grade digit, yes/no, a letter naming a product) and reads the answer
+# from the probabilities of the label tokens among the first position's top alternatives. Every single-token request
+# of superb (rerankers and judges alike) uses these values, so that a judge and a reranker asking the same prompt
+# share one cached answer. With an endpoint that returns no logprobs, the one generated token is the answer (parsed,
+# and counted as a fallback by the caller).
+LABEL_MAX_TOKENS = 1
+LABEL_TOP_LOGPROBS = 20  # the OpenAI API's maximum (also vLLM's default max_logprobs)
+
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -27,6 +35,13 @@ class ChatRequest:
     def chat(system: str | None, user: str, **kw: Any) -> "ChatRequest":
         msgs = ((("system", system),) if system else ()) + (("user", user),)
         return ChatRequest(messages=msgs, **kw)
+
+    @staticmethod
+    def label(user: str, *, template: str, tag: str = "", top_logprobs: int = LABEL_TOP_LOGPROBS,
+              max_tokens: int = LABEL_MAX_TOKENS) -> "ChatRequest":
+        """A single-token label request (see LABEL_MAX_TOKENS): temperature 0, seed 0, top logprobs."""
+        return ChatRequest.chat(None, user, template=template, max_tokens=max_tokens, temperature=0.0, seed=0,
+                                logprobs=True, top_logprobs=top_logprobs, tag=tag)
 
     def openai_messages(self) -> list[dict[str, str]]:
         return [{"role": r, "content": c} for r, c in self.messages]
