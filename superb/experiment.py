@@ -40,6 +40,7 @@ class ExperimentResult:
     dataset_provenance: dict[str, Any]
     llm_info: dict[str, Any] | None
     timings: dict[str, float]
+    responses: Any = None  # superb.llm.ship.ResponseLog: the cached answers this run used (shipped with results)
 
 
 def check_topics(topics: pd.DataFrame) -> pd.DataFrame:
@@ -51,7 +52,9 @@ def check_topics(topics: pd.DataFrame) -> pd.DataFrame:
     return topics
 
 
-def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True) -> ExperimentResult:
+def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, llm: Any = None) -> ExperimentResult:
+    """Run every pipeline of ``spec``. ``llm``: a client to use instead of opening the spec's [llm] (e.g. the
+    collecting client of a batch export, superb/batch/); the caller closes it."""
     from superb.data import load_dataset
     from superb.data.splits import select_queries
 
@@ -66,19 +69,29 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True) 
     timings["load_data_s"] = time.perf_counter() - t0
 
     results: dict[str, PipelineResult] = {}
-    llm_info = None
+    llm_info = responses = None
     with ExitStack() as stack:
-        llm = None
-        if spec.uses_llm:
+        if not spec.uses_llm:
+            llm = None
+        elif llm is not None:
+            from superb.llm import describe
+
+            llm_info = describe(llm)
+        else:
             llm, llm_info = _open_llm(spec, stack, dry_run=dry_run)
         for p in spec.pipelines:
             results[p.name] = _run_pipeline(p, spec, dataset, topics, results, llm)
             log.info("pipeline %s: %d rows in %.1f s", p.name, len(results[p.name].run), results[p.name].seconds)
         if llm is not None and llm_info is not None:
             llm_info["usage_total"] = _usage_dict(llm)
+        if llm is not None and not dry_run:
+            from superb.llm.ship import response_log
+
+            responses = response_log(llm)
     timings["total_s"] = time.perf_counter() - t0
     return ExperimentResult(spec=spec, topics=topics, qrels=qrels, pipelines=results,
-                            dataset_provenance=dataset.provenance(), llm_info=llm_info, timings=timings)
+                            dataset_provenance=dataset.provenance(), llm_info=llm_info, timings=timings,
+                            responses=responses)
 
 
 def _open_llm(spec: Spec, stack: ExitStack, *, dry_run: bool):

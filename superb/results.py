@@ -7,6 +7,7 @@ Layout of ``results/NAME/``:
   runs/SYSTEM.run          TREC run files;  systems.json maps system names to file names
   qrels.trec, topics.tsv   exactly what was evaluated
   provenance.json          spec, package versions, data checksums, project commit, LLM endpoint/model, timings
+  responses.jsonl.gz       the cached LLM answers the run used (superb/llm/ship.py): `superb responses replay`
   cost.png, gain_*.png     effectiveness against LLM cost; per-query gains over the baseline
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from superb.experiment import ExperimentResult
+from superb.llm.ship import ship_responses
 
 USAGE_COLUMNS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens",
                  "saved_prompt_tokens", "server_cached_tokens")
@@ -149,6 +151,7 @@ def write_results(result: ExperimentResult, out_dir: Path) -> Path:
     }
     (out_dir / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
     _plots(result, perquery, usage, out_dir)
+    ship_responses(result, out_dir)  # responses.jsonl.gz: the LLM answers used, so the folder re-derives anywhere
     return out_dir
 
 

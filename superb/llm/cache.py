@@ -16,6 +16,11 @@ same request the same way wherever it is served and whoever asked, and keys are 
 
 Modes: "normal" (read, write misses), "read-only" (read; a miss raises LLMError naming the template: for exact
 replays), "refresh" (ignore hits, make every call and overwrite), "off" (no reads, no writes).
+
+Rows move between caches as dicts (``CachedRow.to_dict``; see superb/llm/ship.py and batch_results.py): every key
+served or written through a ``ResponseCache`` is remembered in ``used`` (the responses a run used), ``rows(keys)``
+reads them back, and ``store_rows`` stores rows from elsewhere (a results folder, a batch result file), recording
+where each came from in the table ``response_sources``; a row whose key is not the sha256 of its request is refused.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ import json
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from superb.errors import LLMError
 from superb.llm.config import CACHE_MODES
@@ -74,6 +81,15 @@ def cache_key(model: str, request: ChatRequest) -> str:
     return hashlib.sha256(_canonical(model, request).encode("utf-8")).hexdigest()
 
 
+def key_of_canonical(canonical: str) -> str:
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def canonical_json(material: dict) -> str:
+    """The canonical text of key material read back from JSON (the exact form ``cache_key`` hashes)."""
+    return json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _dump_logprobs(logprobs: tuple[TokenLogprob, ...] | None) -> str | None:
     if logprobs is None:
         return None
@@ -86,6 +102,77 @@ def _load_logprobs(raw: str | None) -> tuple[TokenLogprob, ...] | None:
     return tuple(TokenLogprob(tok, lp, dict(top)) for tok, lp, top in json.loads(raw))
 
 
+_SOURCES = """
+CREATE TABLE IF NOT EXISTS response_sources (
+    key TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    imported REAL NOT NULL
+)
+"""
+_ROW_COLUMNS = "key, model, template, request, text, logprobs, prompt_tokens, completion_tokens"
+_CHUNK = 500  # keys per SELECT ... IN (...) (SQLite allows 999 parameters by default on old builds)
+
+
+@dataclass(frozen=True)
+class CachedRow:
+    """One cached answer, as it travels between caches: no latency, no timestamp, no endpoint, no key of any API."""
+
+    key: str
+    model: str
+    template: str
+    request: str  # canonical JSON of the key material (its sha256 is the key)
+    text: str
+    logprobs: str | None  # JSON [[token, logprob, {alternative: logprob}], ...] as the cache stores it
+    prompt_tokens: int
+    completion_tokens: int
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "model": self.model, "template": self.template,
+                "request": json.loads(self.request), "text": self.text,
+                "logprobs": None if self.logprobs is None else json.loads(self.logprobs),
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+
+    @staticmethod
+    def from_dict(row: dict) -> "CachedRow":
+        """A row read from a shipped file; raises ValueError naming what is wrong (missing field, key mismatch)."""
+        missing = [f for f in ("key", "model", "template", "request", "text") if f not in row]
+        if missing:
+            raise ValueError(f"missing field(s) {missing}")
+        material = row["request"]
+        if not isinstance(material, dict):
+            raise ValueError(f"'request' is not an object: {str(material)[:80]!r}")
+        canonical = canonical_json(material)
+        if key_of_canonical(canonical) != row["key"]:
+            raise ValueError(f"key {str(row['key'])[:12]} is not the sha256 of its request (edited or corrupted row)")
+        if material.get("model") != row["model"] or material.get("template") != row["template"]:
+            raise ValueError("model/template differ from those inside its request")
+        logprobs = row.get("logprobs")
+        return CachedRow(key=row["key"], model=row["model"], template=row["template"], request=canonical,
+                         text=str(row["text"]),
+                         logprobs=None if logprobs is None else json.dumps(logprobs, ensure_ascii=False),
+                         prompt_tokens=int(row.get("prompt_tokens") or 0),
+                         completion_tokens=int(row.get("completion_tokens") or 0))
+
+
+@dataclass
+class StoreCounts:
+    """What ``store_rows`` did: new rows, rows already there with the same answer, rows there with another answer
+    (kept, or replaced with replace=True)."""
+
+    stored: int = 0
+    identical: int = 0
+    conflicts: int = 0
+    replaced: int = 0
+
+
+def _same_logprobs(a: str | None, b: str | None) -> bool:
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    return json.loads(a) == json.loads(b)  # the same numbers, written with other spacing
+
+
 class ResponseCache:
     def __init__(self, path: str | Path, mode: str = "normal", *, busy_timeout_s: float = 60.0):
         if mode not in CACHE_MODES:
@@ -95,6 +182,7 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self.used: set[str] = set()  # keys served (hits) or written through this object: the responses a run used
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         if mode == "read-only" and not self.path.exists():
@@ -135,6 +223,7 @@ class ResponseCache:
                 self.misses += 1
             else:
                 self.hits += 1
+                self.used.add(key)
         if row is None:
             if self.mode == "read-only":
                 raise LLMError(
@@ -158,8 +247,124 @@ class ResponseCache:
                completion.latency_s, time.time())
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            try:  # an answer made here replaces an imported one: it is no longer from that source
+                self._conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
+            except sqlite3.OperationalError:  # no response_sources table: nothing was ever imported
+                pass
             self.writes += 1
+            self.used.add(key)
         return True
+
+    # --- rows in and out (shipped responses, batch results) -------------------------------------------------------
+    def used_keys(self) -> list[str]:
+        """The keys this object served or wrote, sorted."""
+        with self._lock:
+            return sorted(self.used)
+
+    def rows(self, keys: Iterable[str]) -> Iterator[CachedRow]:
+        """The rows of ``keys`` (in the order given; keys not in the cache are skipped), read in chunks."""
+        if self._conn is None:
+            return
+        chunk: list[str] = []
+        for key in keys:
+            chunk.append(key)
+            if len(chunk) == _CHUNK:
+                yield from self._rows_chunk(chunk)
+                chunk = []
+        if chunk:
+            yield from self._rows_chunk(chunk)
+
+    def _rows_chunk(self, keys: list[str]) -> list[CachedRow]:
+        marks = ",".join("?" * len(keys))
+        with self._lock:
+            found = {r[0]: CachedRow(*r) for r in self._conn.execute(
+                f"SELECT {_ROW_COLUMNS} FROM responses WHERE key IN ({marks})", keys)}
+        return [found[k] for k in keys if k in found]
+
+    def store_rows(self, rows: Iterable[CachedRow], source: str, *, replace: bool = False,
+                   counts: StoreCounts | None = None) -> StoreCounts:
+        """Store rows from elsewhere, committed every few hundred rows, each with its ``source`` (e.g.
+        "batch:results.jsonl"). A key already cached with the same answer is left alone (identical); with another
+        answer it is a conflict: kept, or overwritten when ``replace``. Rows must already be verified
+        (``CachedRow.from_dict`` checks the key)."""
+        if self._conn is None or self.mode == "read-only":
+            raise LLMError(f"cannot store responses in {self.path}: the cache is {self.mode!r}; use cache = \"normal\"")
+        counts = counts if counts is not None else StoreCounts()
+        with self._lock:
+            self._conn.execute(_SOURCES)
+        batch: list[CachedRow] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) == _CHUNK:
+                self._store_chunk(batch, source, replace, counts)
+                batch = []
+        if batch:
+            self._store_chunk(batch, source, replace, counts)
+        return counts
+
+    def _store_chunk(self, rows: list[CachedRow], source: str, replace: bool, counts: StoreCounts) -> None:
+        now = time.time()
+        marks = ",".join("?" * len(rows))
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                have = {k: (t, lp) for k, t, lp in conn.execute(
+                    f"SELECT key, text, logprobs FROM responses WHERE key IN ({marks})", [r.key for r in rows])}
+                write = []
+                for r in rows:
+                    if r.key in have:
+                        text, logprobs = have[r.key]
+                        if text == r.text and _same_logprobs(logprobs, r.logprobs):
+                            counts.identical += 1
+                            continue
+                        counts.conflicts += 1
+                        if not replace:
+                            continue
+                        counts.replaced += 1
+                    else:
+                        counts.stored += 1
+                    have[r.key] = (r.text, r.logprobs)  # a key twice in one file counts once
+                    write.append(r)
+                conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 [(r.key, r.model, r.template, r.request, r.text, r.logprobs, r.prompt_tokens,
+                                   r.completion_tokens, 0.0, now) for r in write])
+                conn.executemany("INSERT OR REPLACE INTO response_sources VALUES (?, ?, ?)",
+                                 [(r.key, source, now) for r in write])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            self.writes += len(write)
+
+    def source_counts(self, keys: Iterable[str]) -> dict[str, int]:
+        """How many of ``keys`` came from each imported source; the rest (answered live here) count as "live"."""
+        counts: dict[str, int] = {}
+        if self._conn is None:
+            return counts
+        with self._lock:
+            if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'response_sources'").fetchone():
+                n = sum(1 for _ in keys)
+                return {"live": n} if n else {}
+        chunk: list[str] = []
+
+        def flush() -> None:
+            marks = ",".join("?" * len(chunk))
+            with self._lock:
+                found = dict(self._conn.execute(
+                    f"SELECT key, source FROM response_sources WHERE key IN ({marks})", chunk).fetchall())
+            for k in chunk:
+                src = found.get(k, "live")
+                counts[src] = counts.get(src, 0) + 1
+
+        for key in keys:
+            chunk.append(key)
+            if len(chunk) == _CHUNK:
+                flush()
+                chunk = []
+        if chunk:
+            flush()
+        return dict(sorted(counts.items()))
 
     def __len__(self) -> int:
         if self._conn is None:

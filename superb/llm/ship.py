@@ -1,0 +1,155 @@
+"""Responses shipped with results: ``results/NAME/responses.jsonl.gz`` holds exactly the LLM answers a run used.
+
+Why: a results folder should re-derive anywhere. With its responses beside it, a reader (or another machine that
+takes over a long run) replays them into an empty response cache and ``superb run SPEC`` makes 0 LLM calls:
+
+    superb responses replay results/NAME      # verify every row, store it in the cache ($SUPERB_HOME or --cache)
+    superb run experiments/NAME.toml           # every answer is a cache hit
+
+The file: one JSON object per line, sorted by key, gzip with mtime 0 (so the same responses give the same bytes):
+``key`` (the cache key: sha256 of ``request``), ``model``, ``template``, ``request`` (the canonical key material:
+model, messages, sampling and logprob parameters, template id), ``text``, ``logprobs``, ``prompt_tokens``,
+``completion_tokens``. No API key, endpoint URL, latency or timestamp is in it. Replaying refuses (and reports) a row
+whose key is not the sha256 of its request. Which rows came from where (live calls, a batch file, another results
+folder) is counted in provenance.json under "responses".
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from superb.errors import SuperbError
+from superb.llm.cache import CachedRow, ResponseCache, StoreCounts
+
+SHIPPED_FILE = "responses.jsonl.gz"
+EXAMPLES = 5  # invalid rows named in a report
+
+
+@dataclass(frozen=True)
+class ResponseLog:
+    """The responses a run used: the cache they are in and their keys (sorted)."""
+
+    cache_path: Path
+    keys: tuple[str, ...]
+
+
+def response_log(client: Any) -> ResponseLog | None:
+    """What ``client`` served or wrote through its response cache (None without a cache: nothing to ship)."""
+    cache = getattr(client, "cache", None)
+    if not isinstance(cache, ResponseCache) or cache.mode == "off":
+        return None
+    return ResponseLog(cache.path, tuple(cache.used_keys()))
+
+
+def write_shipped(log: ResponseLog, path: Path) -> dict[str, Any]:
+    """Write the rows of ``log.keys`` to ``path`` (gzip JSONL, sorted by key, mtime 0); returns a summary for
+    provenance: rows, keys missing from the cache, sha256 of the file, and the rows' sources."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    written = 0
+    with ResponseCache(log.cache_path, "read-only") as cache, open(tmp, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+            out = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
+            for row in cache.rows(log.keys):
+                out.write(json.dumps(row.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+                out.write("\n")
+                written += 1
+            out.flush()
+            out.detach()
+        sources = cache.source_counts(log.keys)
+    os.replace(tmp, path)
+    missing = len(log.keys) - written
+    return {"file": path.name, "rows": written, "missing_from_cache": missing, "sha256": _sha256(path),
+            "sources": sources}
+
+
+def ship_responses(result: Any, out_dir: Path) -> None:
+    """The results writer's hook: write ``responses.jsonl.gz`` for ``result.responses`` (a ResponseLog) and record
+    the summary in provenance.json; a run without a cache ships nothing (and a stale file is removed)."""
+    out_dir = Path(out_dir)
+    path = out_dir / SHIPPED_FILE
+    log = getattr(result, "responses", None)
+    if log is None:
+        path.unlink(missing_ok=True)
+        summary = None
+    else:
+        summary = write_shipped(log, path)
+    prov_path = out_dir / "provenance.json"
+    if prov_path.is_file():
+        provenance = json.loads(prov_path.read_text(encoding="utf-8"))
+        provenance["responses"] = summary
+        prov_path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
+
+
+@dataclass
+class ReplayReport:
+    """What a replay or an import did. ``invalid`` rows were refused (named in ``examples``)."""
+
+    source: str
+    rows: int = 0
+    invalid: int = 0
+    examples: list[str] = field(default_factory=list)
+    counts: StoreCounts = field(default_factory=StoreCounts)
+
+    def refuse(self, where: str, reason: str) -> None:
+        self.invalid += 1
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(f"{where}: {reason}")
+
+    def lines(self) -> list[str]:
+        c = self.counts
+        out = [f"{self.source}: {self.rows} rows; stored {c.stored}, already cached {c.identical}, "
+               f"conflicting answers {c.conflicts} ({'replaced' if c.replaced else 'kept the cached ones'}), "
+               f"refused {self.invalid}"]
+        out += [f"  refused {e}" for e in self.examples]
+        return out
+
+
+def shipped_path(where: str | Path) -> Path:
+    """A results folder (holding responses.jsonl.gz) or the file itself; SuperbError naming the path otherwise."""
+    where = Path(where)
+    path = where / SHIPPED_FILE if where.is_dir() else where
+    if not path.is_file():
+        raise SuperbError(f"{path} does not exist: give a results folder written by `superb run` (results/NAME) "
+                          f"or its {SHIPPED_FILE}")
+    return path
+
+
+def replay(where: str | Path, cache: ResponseCache, *, replace: bool = False) -> ReplayReport:
+    """Verify every row of a shipped file and store the valid ones in ``cache`` (streaming; source
+    "shipped:<folder name>"). Conflicting answers keep the cached one unless ``replace``."""
+    path = shipped_path(where)
+    label = path.parent.name if path.name == SHIPPED_FILE else path.name
+    report = ReplayReport(source=f"shipped:{label}")
+    cache.store_rows(_verified(path, report), report.source, replace=replace, counts=report.counts)
+    return report
+
+
+def _verified(path: Path, report: ReplayReport) -> Iterator[CachedRow]:
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                report.rows += 1
+                try:
+                    yield CachedRow.from_dict(json.loads(line))
+                except (ValueError, TypeError, AttributeError) as e:
+                    report.refuse(f"line {n}", str(e))
+    except (OSError, EOFError) as e:  # not gzip, truncated
+        raise SuperbError(f"cannot read {path}: {e}. Is it a {SHIPPED_FILE} written by `superb run`?") from None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
