@@ -55,11 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     _register_optional(sub, "superb.llm.cli")
     _register_optional(sub, "superb.judges.cli")
+    _register_optional(sub, "superb.batch.cli")
     return parser
 
 
 def _register_optional(sub, module: str) -> None:
-    """Subcommands that live with their layer (llm, judge) register themselves."""
+    """Subcommands that live with their layer (llm, judge, batch/responses) register themselves."""
     import importlib
 
     importlib.import_module(module).register(sub)

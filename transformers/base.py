@@ -112,9 +112,12 @@ class LLMReranker(_TransformerBase):
 
     def run_all(self, coros: list) -> list:
         """Run one coroutine per query concurrently (the client's ``gather_sync``, else a private event loop); a
-        progress bar advances as each query completes (see the module docstring for when it is shown)."""
+        progress bar advances as each query completes (see the module docstring for when it is shown).
+
+        Batch export (superb/llm/batch.py): a query whose coroutine raises ``PendingRequest`` (its next answer is
+        not cached yet) gives None, counted in ``stats["pending_queries"]``, and the other queries go on."""
         bar = self.progress_bar(len(coros))
-        coros = [_advancing(c, bar) for c in coros]
+        coros = [_advancing(_pending_as_none(c, self.stats), bar) for c in coros]
         try:
             if self.llm is not None and hasattr(self.llm, "gather_sync"):
                 return self.llm.gather_sync(coros)
@@ -146,6 +149,7 @@ class LLMReranker(_TransformerBase):
                 f"frame a 'text' column (found columns {list(inp.columns)})"
             )
         groups, heads = [], []
+        upstream_pending = _pending_qids(inp)  # batch export: queries an earlier stage could not finish
         for qid, group in inp.groupby("qid", sort=False):
             group = self._prior_order(group)
             k = len(group) if self.top_k is None else min(self.top_k, len(group))
@@ -153,8 +157,11 @@ class LLMReranker(_TransformerBase):
             heads.append(self._candidates(group.iloc[:k]))
         self.stats["queries"] += len(groups)
         self.stats["reranked"] += sum(len(c) for c in heads)
-        results = self.run_all([self._checked_score(c) for c in heads])
-        return pt.model.add_ranks(pd.concat([self._assemble(g, k, s) for (g, k), s in zip(groups, results)]))
+        results = self.run_all([_none() if c.qid in upstream_pending else self._checked_score(c) for c in heads])
+        out = pd.concat([self._assemble(g, k, s) for (g, k), s in zip(groups, results)])
+        if "pending" in out.columns:
+            out["pending"] = out["pending"].fillna(False).astype(bool)
+        return pt.model.add_ranks(out)
 
     @staticmethod
     def _prior_order(group: pd.DataFrame) -> pd.DataFrame:
@@ -189,7 +196,13 @@ class LLMReranker(_TransformerBase):
         return scores
 
     @staticmethod
-    def _assemble(group: pd.DataFrame, k: int, scores: list[float]) -> pd.DataFrame:
+    def _assemble(group: pd.DataFrame, k: int, scores: list[float] | None) -> pd.DataFrame:
+        if scores is None:  # pending (batch export): prior order, marked, not reranked by later stages either
+            out = group.copy()
+            out["llm_score"] = np.nan
+            out["pending"] = True
+            out["score"] = np.arange(len(out), 0, -1, dtype="float64")
+            return out
         head, tail = group.iloc[:k].copy(), group.iloc[k:].copy()
         head["llm_score"] = scores
         # best first; a stable sort keeps the first-stage order among equal scores
@@ -199,6 +212,27 @@ class LLMReranker(_TransformerBase):
         out = pd.concat([head, tail])
         out["score"] = np.arange(len(out), 0, -1, dtype="float64")
         return out
+
+
+def _pending_qids(inp: pd.DataFrame) -> set:
+    if "pending" not in inp.columns:
+        return set()
+    return set(inp.loc[inp["pending"].fillna(False).astype(bool), "qid"].astype(str))
+
+
+async def _none() -> None:
+    return None
+
+
+async def _pending_as_none(coro, stats: Counter):
+    """Await ``coro``; a ``PendingRequest`` (batch export: an answer not cached yet) gives None, counted."""
+    from superb.llm.batch import PendingRequest
+
+    try:
+        return await coro
+    except PendingRequest:
+        stats["pending_queries"] += 1
+        return None
 
 
 async def _advancing(coro, bar):

@@ -192,19 +192,7 @@ class LLMClient(_ClientBase):
         return completion
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
-        kw: dict[str, Any] = {"model": self.model, "messages": request.openai_messages(),
-                              "max_tokens": request.max_tokens, "temperature": request.temperature}
-        if request.seed is not None:
-            kw["seed"] = request.seed
-        if request.logprobs:
-            kw["logprobs"] = True
-            if request.top_logprobs:
-                kw["top_logprobs"] = request.top_logprobs
-        if request.logit_bias:
-            kw["logit_bias"] = {str(tok): bias for tok, bias in request.logit_bias}
-        if request.stop:
-            kw["stop"] = list(request.stop)
-        return kw
+        return chat_body(self.model, request)
 
     async def _call(self, request: ChatRequest) -> Completion:
         kwargs = self._kwargs(request)
@@ -256,6 +244,23 @@ class LLMClient(_ClientBase):
         return base * random.uniform(0.5, 1.0)
 
 
+def chat_body(model: str, request: ChatRequest) -> dict[str, Any]:
+    """The JSON body of a /chat/completions request: what the live client sends and what a batch file holds."""
+    kw: dict[str, Any] = {"model": model, "messages": request.openai_messages(),
+                          "max_tokens": request.max_tokens, "temperature": request.temperature}
+    if request.seed is not None:
+        kw["seed"] = request.seed
+    if request.logprobs:
+        kw["logprobs"] = True
+        if request.top_logprobs:
+            kw["top_logprobs"] = request.top_logprobs
+    if request.logit_bias:
+        kw["logit_bias"] = {str(tok): bias for tok, bias in request.logit_bias}
+    if request.stop:
+        kw["stop"] = list(request.stop)
+    return kw
+
+
 def _timeout(seconds: float):
     """asyncio.timeout (3.11+), or an equivalent for 3.10."""
     if hasattr(asyncio, "timeout"):
@@ -275,7 +280,7 @@ def _timeout(seconds: float):
     return _Compat()
 
 
-class _Malformed(Exception):
+class _Malformed(ValueError):
     """A 200 response that does not have the shape of a chat completion."""
 
 
@@ -318,7 +323,11 @@ def _short(error: BaseException, limit: int = 300) -> str:
 
 def _parse(body: str, latency: float) -> Completion:
     """A chat.completion JSON body -> Completion (text, logprobs with top alternatives, tokens, server cache reuse)."""
-    data = json.loads(body)  # a JSONDecodeError (a ValueError) is classified as a malformed response
+    return completion_from_json(json.loads(body), latency)  # a JSONDecodeError (a ValueError): malformed
+
+
+def completion_from_json(data: Any, latency: float = 0.0) -> Completion:
+    """A parsed chat.completion object -> Completion; a ValueError when it does not have that shape."""
     try:
         choice = data["choices"][0]
         text = (choice.get("message") or {}).get("content")
@@ -338,4 +347,4 @@ def _parse(body: str, latency: float) -> Completion:
                           completion_tokens=int(usage.get("completion_tokens") or 0), cached_prompt_tokens=cached,
                           latency_s=latency)
     except (KeyError, IndexError, TypeError, AttributeError) as e:
-        raise _Malformed(f"not a chat completion ({type(e).__name__}: {e}): {body[:200]!r}") from None
+        raise _Malformed(f"not a chat completion ({type(e).__name__}: {e}): {str(data)[:200]!r}") from None

@@ -1,0 +1,185 @@
+"""`superb batch export|import|status|submit` and `superb responses replay` (registered by superb/cli.py).
+
+Exit codes: 0 done; 1 an import met lines it could not use (unknown custom_id, malformed body) or a replay refused
+rows (their keys do not match their requests); 2 bad input (the usual SuperbError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    batch = subparsers.add_parser("batch", help="LLM work as OpenAI batch files (OpenAI Batch API, vllm run-batch, "
+                                                "SGLang)")
+    sub = batch.add_subparsers(title="batch commands", metavar="BATCH_COMMAND")
+
+    export = sub.add_parser("export", help="write the requests the spec still needs as batch JSONL")
+    export.add_argument("spec", type=Path)
+    export.add_argument("--out", type=Path, required=True, help="the batch file to write (JSONL)")
+    export.set_defaults(func=_export)
+
+    imp = sub.add_parser("import", help="store the answers of batch result files in the response cache")
+    imp.add_argument("files", type=Path, nargs="+", help="result (output or error) files, OpenAI/vLLM/SGLang format")
+    _cache_args(imp)
+    imp.add_argument("--replace", action="store_true", help="overwrite cached answers that differ (default: keep)")
+    imp.set_defaults(func=_import)
+
+    status = sub.add_parser("status", help="how many requests the spec still needs, and its submitted batches")
+    status.add_argument("spec", type=Path)
+    status.set_defaults(func=_status)
+
+    submit = sub.add_parser("submit", help="rounds of the Batch API at llm.base_urls[0] until nothing is left")
+    submit.add_argument("spec", type=Path)
+    submit.add_argument("--dry-run", action="store_true",
+                        help="print this round's requests, prompt tokens and estimated cost at batch prices")
+    submit.add_argument("--poll-s", type=float, default=30.0, help="first wait between status checks (x1.5 each)")
+    submit.add_argument("--max-poll-s", type=float, default=600.0, help="longest wait between status checks")
+    submit.add_argument("--max-rounds", type=int, default=100, help="stop after this many rounds (resume later)")
+    submit.set_defaults(func=_submit)
+    batch.set_defaults(func=lambda args: batch.print_help() or 2)
+
+    responses = subparsers.add_parser("responses", help="LLM responses shipped with results (responses.jsonl.gz)")
+    rsub = responses.add_subparsers(title="responses commands", metavar="RESPONSES_COMMAND")
+    replay = rsub.add_parser("replay", help="verify a results folder's responses and store them in the cache, so "
+                                           "`superb run SPEC` makes 0 LLM calls")
+    replay.add_argument("results", type=Path, nargs="+", help="results folders (results/NAME) or responses.jsonl.gz")
+    _cache_args(replay)
+    replay.add_argument("--replace", action="store_true", help="overwrite cached answers that differ (default: keep)")
+    replay.set_defaults(func=_replay)
+    responses.set_defaults(func=lambda args: responses.print_help() or 2)
+
+
+def _cache_args(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--spec", type=Path, help="use the response cache this spec's [llm] names")
+    where.add_argument("--cache", type=Path, help="the response cache file (default $SUPERB_HOME/llm-cache.sqlite)")
+
+
+def _cache_path(args: argparse.Namespace) -> Path:
+    from superb import paths
+
+    if args.cache:
+        return args.cache
+    if args.spec:
+        from superb.batch.collect import cache_path, llm_config
+        from superb.spec import load_spec
+
+        return cache_path(llm_config(load_spec(args.spec)))
+    return paths.llm_cache_path()
+
+
+def _export(args: argparse.Namespace) -> int:
+    from superb.batch.collect import run_round
+    from superb.spec import load_spec
+
+    found = run_round(load_spec(args.spec), args.out)
+    if found.file is not None:
+        print(f"wrote {found.totals.requests} requests to {found.file} (sha256 {found.sha256[:12]})")
+    for line in found.lines():
+        print(line)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from superb.llm.batch import PendingStore
+    from superb.llm.batch_results import import_results
+    from superb.llm.cache import ResponseCache
+
+    path = _cache_path(args)
+    bad = 0
+    with ResponseCache(path) as cache, PendingStore(path) as store:
+        for f in args.files:
+            report = import_results(f, cache, store, replace=args.replace)
+            for line in report.lines_out():
+                print(line)
+            bad += report.unknown + report.malformed
+        left = store.pending()
+    print(f"{left} exported requests still wait for an answer in {path}"
+          + ("; export again for the next round" if left == 0 else "; error lines are exported again next round"))
+    return 1 if bad else 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from superb.batch.collect import llm_config, run_round
+    from superb.batch.submit import SubmitState, work_dir
+    from superb.llm.connect import model_id
+    from superb.spec import load_spec
+
+    spec = load_spec(args.spec)
+    found = run_round(spec)
+    for line in found.lines():
+        print(line)
+    config = llm_config(spec)
+    if config.base_urls:
+        state = SubmitState.load(work_dir(spec, config.base_urls[0], model_id(config)) / "state.json")
+        for r in state.rounds:
+            print(f"submitted round {r['round']}: {r['requests']} requests, batch {r.get('batch_id') or '-'}, "
+                  f"{r.get('status') or 'in progress'}{', imported' if r.get('imported') else ''}")
+    return 0
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from superb.batch.collect import cache_path, llm_config, run_round
+    from superb.batch.submit import Submitter, SubmitState, work_dir
+    from superb.errors import SpecError
+    from superb.llm.batch_api import BATCH_DISCOUNT, BatchAPI
+    from superb.llm.connect import model_id
+    from superb.spec import load_spec
+
+    spec = load_spec(args.spec)
+    config = llm_config(spec)
+    if args.dry_run:
+        found = run_round(spec)
+        for line in found.lines():
+            print(line)
+        price = config.prices.get(model_id(config))
+        if price and not found.done:
+            t = found.totals
+            full = (t.prompt_tokens * price.get("prompt", 0.0)
+                    + t.max_completion_tokens * price.get("completion", 0.0)) / 1e6
+            print(f"estimated cost of this round at batch prices ({BATCH_DISCOUNT:.0%} of [llm].prices): "
+                  f"${full * BATCH_DISCOUNT:.4f} (at most; completion tokens counted at max_tokens)")
+        elif not found.done:
+            print(f"no [llm].prices entry for {model_id(config)!r}: no cost estimate")
+        return 0
+    if not config.base_urls:
+        raise SpecError("llm.base_urls", "batch submit needs an endpoint with /v1/files and /v1/batches (OpenAI: "
+                                         "https://api.openai.com/v1; an SGLang server); for vLLM use `superb batch "
+                                         "export` and `vllm run-batch`")
+    folder = work_dir(spec, config.base_urls[0], model_id(config))
+    api = BatchAPI(config.base_urls[0], config.api_key())
+
+    def export(path: Path):
+        found = run_round(spec, path)
+        return found.totals.requests, found.sha256
+
+    try:
+        report = Submitter(api, export, cache_path(config), SubmitState.load(folder / "state.json"),
+                           poll_s=args.poll_s, max_poll_s=args.max_poll_s, max_rounds=args.max_rounds,
+                           log=lambda m: print(m, flush=True)).run()
+    finally:
+        api.close()
+    print(f"{report.rounds} rounds in this call; {'done: `superb run SPEC` makes 0 LLM calls' if report.finished else 'not finished'}")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from superb.llm.cache import ResponseCache
+    from superb.llm.ship import replay
+
+    path = _cache_path(args)
+    refused = 0
+    with ResponseCache(path) as cache:
+        for where in args.results:
+            report = replay(where, cache, replace=args.replace)
+            for line in report.lines():
+                print(line)
+            refused += report.invalid
+    print(f"responses are in {path}")
+    if refused:
+        print(f"superb: {refused} rows refused (their keys do not match their requests)", file=sys.stderr)
+    return 1 if refused else 0

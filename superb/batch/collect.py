@@ -1,0 +1,85 @@
+"""One export round of a spec: run it as far as the response cache allows and collect every request it still needs.
+
+This is the one entry point from batch files into the experiment runner: ``run_experiment(spec, llm=client)`` with a
+``CollectingClient`` (superb/llm/batch.py). A query whose next answer is missing stops there (pending) and is not
+reranked by later stages, so the round holds exactly the requests that can be formed now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from superb import paths
+from superb.errors import SpecError, SuperbError
+from superb.llm.batch import CollectingClient, CountingSink, PendingStore, RoundTotals
+from superb.llm.cache import ResponseCache
+from superb.llm.config import LLMConfig
+
+
+@dataclass
+class Round:
+    """What one pass over a spec found: the requests still needed, and the queries left pending per pipeline."""
+
+    totals: RoundTotals
+    pending: dict[str, int] = field(default_factory=dict)  # pipeline name -> queries pending in it
+    file: Path | None = None
+    sha256: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.totals.requests == 0
+
+    def lines(self) -> list[str]:
+        t = self.totals
+        if self.done:
+            return ["nothing left: every LLM answer the spec needs is cached; `superb run SPEC` makes 0 calls"]
+        out = [f"{t.requests} requests needed now (about {t.prompt_tokens:,} prompt tokens, at most "
+               f"{t.max_completion_tokens:,} completion tokens)"]
+        out += [f"  template {name or '(none)'}: {n}" for name, n in t.templates.items()]
+        out += [f"  pipeline {name!r}: {n} queries pending" for name, n in self.pending.items() if n]
+        out.append("after importing their answers, export again: methods with several rounds (sliding windows, "
+                   "sorts) need the answers of this round to form the next")
+        return out
+
+
+def llm_config(spec: Any) -> LLMConfig:
+    if not spec.uses_llm:
+        raise SuperbError(f"spec {spec.name!r} has no LLM stage: there is nothing to batch (`superb run` it)")
+    config = LLMConfig.from_spec(spec.llm or {}, path="llm")
+    if config.cache in ("off", "refresh"):
+        raise SpecError("llm.cache", f"is {config.cache!r}; batch files need the response cache (answers are "
+                                     "imported into it and the next round reads them): use \"normal\"")
+    return config
+
+
+def cache_path(config: LLMConfig) -> Path:
+    return Path(config.cache_path) if config.cache_path else paths.llm_cache_path()
+
+
+def run_round(spec: Any, out: Path | None = None, *, progress: bool = False) -> Round:
+    """One pass; with ``out``, the requests are recorded as pending and written there (sorted by key), else only
+    counted (status, dry runs)."""
+    from superb.experiment import run_experiment
+
+    config = llm_config(spec)
+    path = cache_path(config)
+    with ResponseCache(path, "read-only" if config.cache == "read-only" and path.exists() else "normal") as cache, \
+            PendingStore(path) as store:
+        sink = store.new_round() if out is not None else CountingSink()
+        client = CollectingClient(config, cache=cache, sink=sink)
+        try:
+            result = run_experiment(spec, llm=client, progress=progress)
+            client.drain()
+        finally:
+            client.close()
+        found = Round(totals=sink.totals(), pending={name: int(pr.stats.get("pending_queries", 0))
+                                                    for name, pr in result.pipelines.items()})
+        if out is not None:
+            if found.done:
+                sink.discard()
+            else:
+                n, found.sha256 = sink.write(out)
+                found.file = Path(out)
+    return found
