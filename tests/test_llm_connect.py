@@ -59,3 +59,23 @@ def test_read_only_cache_miss_raises_through_the_client(tmp_path):
         with open_llm(cfg) as client, pytest.raises(LLMError, match="read-only.*tpl@123"):
             client.complete_many([ChatRequest.chat(None, f"q{i}", template="tpl@123") for i in range(3)])
         assert srv.requests == 0
+
+
+def test_embedded_model_starts_only_when_the_cache_cannot_answer(tmp_path, monkeypatch):
+    """A run served from the cache (replayed responses, imported batches) resolves, downloads and starts no model; the
+    first miss starts it, and a model that cannot be found stops the run (it is not a counted call failure)."""
+    from superb.errors import DataError
+    from superb.llm import ChatRequest, Completion, ResponseCache, describe
+    from superb.llm.connect import model_id
+
+    monkeypatch.setenv("SUPERB_MODEL_PATH", str(tmp_path / "no-such-model.gguf"))
+    cfg = LLMConfig(embedded_model="0.5b", cache_path=str(tmp_path / "cache.sqlite"))
+    cached = ChatRequest.label("Is water wet?", template="t@1")
+    with ResponseCache(tmp_path / "cache.sqlite") as cache:
+        cache.put(model_id(cfg), cached, Completion(text="yes", prompt_tokens=5, completion_tokens=1))
+    with open_llm(cfg) as client:
+        assert client.complete(cached).from_cache
+        assert client.info["server_started"] is False and describe(client)["endpoints"] == []
+        with pytest.raises(DataError, match="no-such-model.gguf"):
+            client.complete(ChatRequest.label("Is fire wet?", template="t@1"))
+        assert client.usage.total().failures == 0

@@ -162,8 +162,10 @@ def test_real_small_model_answers_with_logprobs_through_the_client(tmp_path):
     req = ChatRequest.chat("Answer with one word: yes or no.", "Is water wet?", max_tokens=2, logprobs=True,
                            top_logprobs=5, tag="e2e")
     with open_llm(cfg, usage=usage) as client:
-        server_url = client.config.base_urls[0]
+        assert client.info["server_started"] is False  # started on the first call the cache cannot answer
         c = client.complete(req)
+        server_url = client.config.base_urls[0]
+        assert client.info["server_started"] is True and client.info["endpoints"] == [server_url]
         again = client.complete(req)
     assert client.model == "qwen2.5-coder-0.5b-instruct-q4_k_m" and server_url.startswith("http://127.0.0.1:")
     assert not c.failed, c.error

@@ -80,6 +80,7 @@ def _check(args: argparse.Namespace) -> int:
     print(f"endpoint: {where}", flush=True)
     start = time.perf_counter()
     with open_llm(config) as client:
+        client.ensure_endpoint()  # the embedded server starts here rather than on the first call
         opened = time.perf_counter() - start
         print(f"model: {client.model} at {', '.join(client.config.base_urls)} (ready in {opened:.1f} s)", flush=True)
         request = ChatRequest.chat(None, CHECK_PROMPT, max_tokens=4, logprobs=True, top_logprobs=3, tag="check")

@@ -16,9 +16,10 @@ import asyncio
 import json
 import logging
 import random
+import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Coroutine, Iterable, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Iterable, Sequence, TypeVar
 
 from superb.errors import LLMError
 from superb.llm.cache import ResponseCache
@@ -142,9 +143,14 @@ class _Attempt:
 
 
 class LLMClient(_ClientBase):
-    def __init__(self, config: LLMConfig, *, cache: ResponseCache | None = None, usage: Usage | None = None):
+    """``start``: for a config without base_urls (the embedded model), a function that starts the endpoint and
+    returns the config with its URL; it is called on the first call the cache cannot answer (``ensure_endpoint``),
+    so a run served entirely from the cache (replayed responses, imported batches) starts and downloads nothing."""
+
+    def __init__(self, config: LLMConfig, *, cache: ResponseCache | None = None, usage: Usage | None = None,
+                 start: Callable[[], LLMConfig] | None = None):
         super().__init__()
-        if not config.base_urls:
+        if not config.base_urls and start is None:
             raise LLMError("LLMClient needs llm.base_urls; to use the embedded local model, open the client with "
                            "superb.llm.open_llm(config), which starts the server and fills in its URL")
         if not config.model:
@@ -156,6 +162,16 @@ class LLMClient(_ClientBase):
         self.usage = usage if usage is not None else Usage()
         self.endpoints = [_Endpoint(url.rstrip("/")) for url in config.base_urls]
         self._next = 0
+        self._start = start
+        self._start_lock = threading.Lock()
+
+    def ensure_endpoint(self) -> tuple[str, ...]:
+        """Start the endpoint now if it is started on demand (blocking; once); returns the endpoint URLs."""
+        with self._start_lock:
+            if not self.endpoints:
+                self.config = self._start()
+                self.endpoints = [_Endpoint(url.rstrip("/")) for url in self.config.base_urls]
+        return tuple(e.url for e in self.endpoints)
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.model!r}, endpoints={[e.url for e in self.endpoints]}, usage={self.usage})"
@@ -195,6 +211,8 @@ class LLMClient(_ClientBase):
         return chat_body(self.model, request)
 
     async def _call(self, request: ChatRequest) -> Completion:
+        if not self.endpoints:  # the embedded server starts on the first call the cache could not answer
+            await asyncio.to_thread(self.ensure_endpoint)
         kwargs = self._kwargs(request)
         attempts, waited = 0, 0.0
         while True:

@@ -3,7 +3,8 @@
     with open_llm(LLMConfig.from_spec(spec.llm)) as client:   # base_urls empty => embedded server
         client.complete_many(requests)
 
-The client is the caller's for the duration; leaving the block closes the client, the cache and the server.
+The client is the caller's for the duration; leaving the block closes the client, the cache and the server. The
+embedded server starts on the first request the cache cannot answer, so a fully cached run starts no model.
 """
 
 from __future__ import annotations
@@ -53,35 +54,50 @@ def open_cache(config: LLMConfig) -> ResponseCache | None:
 
 
 def connect(config: LLMConfig, *, usage: Usage | None = None) -> tuple[LLMClient, Callable[[], None]]:
-    """(client, close): starts the embedded server when base_urls is empty. Call close() when done."""
+    """(client, close). With base_urls empty the embedded server starts on the first call the cache cannot answer
+    (``client.ensure_endpoint()`` starts it at once). Call close() when done."""
     stack = ExitStack()
     try:
         cache = open_cache(config)
         if cache is not None:
             stack.callback(cache.close)
         info: dict[str, Any] = {"cache": None if cache is None else {"path": str(cache.path), "mode": cache.mode}}
+        start = None
         if config.embedded:
-            from superb.llm.model import resolve_model
-            from superb.llm.server import EmbeddedServer
-
-            alias = model_id(config)
-            path = resolve_model(embedded_model_key(config), config.model_path)
-            server = stack.enter_context(EmbeddedServer(path, alias, n_ctx=config.n_ctx, n_parallel=config.n_parallel,
-                                                        threads=config.threads))
+            key = embedded_model_key(config)  # a bad llm.model fails here, at open, not at the first call
             # Queue on the client rather than in the server, so queued requests do not run down their timeout.
-            config = config.with_(model=alias, base_urls=(server.base_url,),
-                                  concurrency=min(config.concurrency, config.n_parallel))
-            info.update(embedded=True, model_file=str(path), startup_s=round(server.startup_s or 0.0, 2),
-                        n_parallel=config.n_parallel, threads=config.threads, n_ctx=config.n_ctx)
+            config = config.with_(model=model_id(config), concurrency=min(config.concurrency, config.n_parallel))
+            info = {"model": config.model, "endpoints": [], **info, "embedded": True, "server_started": False,
+                    "n_parallel": config.n_parallel, "threads": config.threads, "n_ctx": config.n_ctx}
+            start = _embedded_starter(config, key, stack, info)
         else:
-            info.update(embedded=False)
-        client = LLMClient(config, cache=cache, usage=usage)
+            info = {"model": config.model, "endpoints": list(config.base_urls), **info, "embedded": False}
+        client = LLMClient(config, cache=cache, usage=usage, start=start)
         stack.callback(client.close)
-        client.info = {"model": config.model, "endpoints": list(config.base_urls), **info}
+        client.info = info  # updated in place when the embedded server starts
     except BaseException:
         stack.close()
         raise
     return client, stack.close
+
+
+def _embedded_starter(config: LLMConfig, key: str, stack: ExitStack,
+                      info: dict[str, Any]) -> Callable[[], LLMConfig]:
+    """Starts the embedded server (resolving, and if need be downloading, the model file) when the client first needs
+    it; a run answered entirely from the cache never does. The server stops with the client's other resources."""
+
+    def start() -> LLMConfig:
+        from superb.llm.model import resolve_model
+        from superb.llm.server import EmbeddedServer
+
+        path = resolve_model(key, config.model_path)
+        server = stack.enter_context(EmbeddedServer(path, config.model, n_ctx=config.n_ctx,
+                                                    n_parallel=config.n_parallel, threads=config.threads))
+        info.update(server_started=True, endpoints=[server.base_url], model_file=str(path),
+                    startup_s=round(server.startup_s or 0.0, 2))
+        return config.with_(base_urls=(server.base_url,))
+
+    return start
 
 
 @contextmanager
@@ -94,7 +110,10 @@ def open_llm(config: LLMConfig | None = None, *, usage: Usage | None = None) -> 
 
 
 def describe(client: Any) -> dict[str, Any]:
-    """What a results folder should record about the LLM: model, endpoints (no keys), cache, embedded file."""
-    info = dict(getattr(client, "info", {}) or {})
+    """What a results folder should record about the LLM: model, endpoints (no keys), cache, embedded file. The
+    client's own dict: an embedded server started later (on the first cache miss) shows up in it."""
+    info = getattr(client, "info", None)
+    if not isinstance(info, dict):
+        info = {}
     info.setdefault("model", getattr(client, "model", None))
     return info
