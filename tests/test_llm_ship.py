@@ -170,3 +170,35 @@ def test_a_run_without_a_cache_ships_nothing(tmp_path):
         client = LLMClient(LLMConfig(model="m", base_urls=(srv.base_url,)), cache=None, usage=Usage())
         assert response_log(client) is None
         client.close()
+
+
+@pytest.mark.slow
+def test_replayed_answers_of_the_embedded_model_need_no_model_file(tmp_path, monkeypatch, chorus_mirror):
+    """A fresh machine reproducing an embedded-model result: the answers (keyed by the embedded model's id) are
+    replayed, and the run neither resolves, downloads nor starts the model."""
+    import superb.llm.model as model_module
+    from superb.llm.model import MODELS
+
+    alias = MODELS["0.5b"].alias
+    cache = tmp_path / "cache.sqlite"
+    out, again = tmp_path / "out", tmp_path / "again"
+    spec = tmp_path / "embedded.toml"
+    with FakeServer(responder=reverse_order) as srv:  # plays the embedded model, under its id
+        spec.write_text(spec_text(srv.base_url, cache).replace('model = "fake-reverse"', f'model = "{alias}"'))
+        assert main(["run", str(spec), "--out", str(out)]) == 0
+    cache.unlink()
+    for extra in ("-wal", "-shm"):
+        cache.with_name(cache.name + extra).unlink(missing_ok=True)
+    assert main(["responses", "replay", str(out), "--cache", str(cache)]) == 0
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model file was resolved although every answer is cached")
+
+    monkeypatch.setattr(model_module, "resolve_model", no_model)
+    embedded = "\n".join(line for line in spec.read_text().splitlines()
+                         if not line.startswith(("model =", "base_urls =", "api_key_env =")))
+    spec.write_text(embedded.replace("[llm]", '[llm]\nembedded_model = "0.5b"'))
+    assert main(["run", str(spec), "--out", str(again)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(out / "table.csv"), pd.read_csv(again / "table.csv"))
+    llm = json.loads((again / "provenance.json").read_text())["llm"]
+    assert llm["embedded"] is True and llm["server_started"] is False and llm["model"] == alias
