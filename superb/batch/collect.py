@@ -7,6 +7,7 @@ reranked by later stages, so the round holds exactly the requests that can be fo
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,11 @@ def run_round(spec: Any, out: Path | None = None, *, progress: bool = False) -> 
 
     config = llm_config(spec)
     path = cache_path(config)
-    with ResponseCache(path, "read-only" if config.cache == "read-only" and path.exists() else "normal") as cache, \
-            PendingStore(path) as store:
-        sink = store.new_round() if out is not None else CountingSink()
+    with ExitStack() as stack:
+        cache = stack.enter_context(ResponseCache(
+            path, "read-only" if config.cache == "read-only" and path.exists() else "normal"))
+        # only an export records pending requests (in the cache's file); status and dry runs write nothing
+        sink = stack.enter_context(PendingStore(path)).new_round() if out is not None else CountingSink()
         client = CollectingClient(config, cache=cache, sink=sink)
         try:
             result = run_experiment(spec, llm=client, progress=progress)
@@ -80,6 +83,6 @@ def run_round(spec: Any, out: Path | None = None, *, progress: bool = False) -> 
             if found.done:
                 sink.discard()
             else:
-                n, found.sha256 = sink.write(out)
+                _, found.sha256 = sink.write(out)
                 found.file = Path(out)
     return found
