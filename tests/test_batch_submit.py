@@ -31,9 +31,10 @@ def _home(tmp_path, monkeypatch):
 class Rounds:
     """The export function of a submit: one pass of the reranker with a collecting client."""
 
-    def __init__(self, cache_path):
+    def __init__(self, cache_path, max_lines=None):
         self.cache_path = cache_path
         self.config = LLMConfig(model="fake-model", base_urls=("http://127.0.0.1:9/v1",))
+        self.max_lines = max_lines
         self.last = None
 
     def __call__(self, path):
@@ -42,10 +43,7 @@ class Rounds:
             with CollectingClient(self.config, cache=cache, sink=rnd) as llm:
                 self.last = make(llm)(FRAME)
                 llm.drain()
-            if rnd.totals().requests == 0:
-                rnd.discard()
-                return 0, None
-            return rnd.write(path)
+            return rnd.write_parts(path, max_lines=self.max_lines)
 
 
 def submitter(srv, tmp_path, sleeps, **kw):
@@ -76,9 +74,22 @@ def test_rounds_until_done_equal_a_live_run_and_the_upload_holds_no_key(tmp_path
 
 def final_ranking(tmp_path):
     rounds = Rounds(tmp_path / "cache.sqlite")
-    n, _ = rounds(tmp_path / "check.jsonl")
-    assert n == 0
+    assert rounds(tmp_path / "check.jsonl") == []  # nothing left to export
     return ranking(rounds.last)
+
+
+def test_a_round_larger_than_one_file_goes_out_as_several_batches(tmp_path):
+    want, calls = live(make, FRAME)
+    with FakeServer(responder=model, batch_polls=1) as srv:
+        sub, _, api = submitter(srv, tmp_path, [], rounds=Rounds(tmp_path / "cache.sqlite", max_lines=1))
+        report = sub.run()
+        api.close()
+    assert report.finished and report.rounds == WINDOWS
+    assert srv.batches_created == calls  # two queries, one request each per round: two one-line batches per round
+    state = SubmitState.load(tmp_path / "work" / "state.json")
+    assert [(r["round"], r["part"]) for r in state.rounds][:2] == [(1, 1), (1, 2)]
+    assert state.rounds[1]["file"] == "round-1-2.jsonl"
+    assert final_ranking(tmp_path) == want
 
 
 def test_failed_lines_and_an_expired_batch_are_exported_again(tmp_path):

@@ -20,6 +20,9 @@ def register(subparsers: Any) -> None:
     export = sub.add_parser("export", help="write the requests the spec still needs as batch JSONL")
     export.add_argument("spec", type=Path)
     export.add_argument("--out", type=Path, required=True, help="the batch file to write (JSONL)")
+    export.add_argument("--max-lines", type=int, default=None,
+                        help="split into OUT-1.jsonl, OUT-2.jsonl, ... of at most this many requests (OpenAI: 50000)")
+    export.add_argument("--max-mb", type=float, default=None, help="split into files of at most this size (OpenAI: 200)")
     export.set_defaults(func=_export)
 
     imp = sub.add_parser("import", help="store the answers of batch result files in the response cache")
@@ -76,9 +79,10 @@ def _export(args: argparse.Namespace) -> int:
     from superb.batch.collect import run_round
     from superb.spec import load_spec
 
-    found = run_round(load_spec(args.spec), args.out)
-    if found.file is not None:
-        print(f"wrote {found.totals.requests} requests to {found.file} (sha256 {found.sha256[:12]})")
+    max_bytes = None if args.max_mb is None else int(args.max_mb * 2**20)
+    found = run_round(load_spec(args.spec), args.out, max_lines=args.max_lines, max_bytes=max_bytes)
+    for part in found.parts:
+        print(f"wrote {part.lines} requests to {part.path} (sha256 {part.sha256[:12]})")
     for line in found.lines():
         print(line)
     return 0
@@ -126,7 +130,7 @@ def _submit(args: argparse.Namespace) -> int:
     from superb.batch.collect import cache_path, llm_config, run_round
     from superb.batch.submit import Submitter, SubmitState, work_dir
     from superb.errors import SpecError
-    from superb.llm.batch_api import BATCH_DISCOUNT, BatchAPI
+    from superb.llm.batch_api import BATCH_DISCOUNT, MAX_BYTES, MAX_LINES, BatchAPI
     from superb.llm.connect import model_id
     from superb.spec import load_spec
 
@@ -154,8 +158,7 @@ def _submit(args: argparse.Namespace) -> int:
     api = BatchAPI(config.base_urls[0], config.api_key())
 
     def export(path: Path):
-        found = run_round(spec, path)
-        return found.totals.requests, found.sha256
+        return run_round(spec, path, max_lines=MAX_LINES, max_bytes=MAX_BYTES).parts
 
     try:
         report = Submitter(api, export, cache_path(config), SubmitState.load(folder / "state.json"),

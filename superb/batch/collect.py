@@ -14,7 +14,7 @@ from typing import Any
 
 from superb import paths
 from superb.errors import SpecError, SuperbError
-from superb.llm.batch import CollectingClient, CountingSink, PendingStore, RoundTotals
+from superb.llm.batch import BatchPart, CollectingClient, CountingSink, PendingStore, RoundTotals
 from superb.llm.cache import ResponseCache
 from superb.llm.config import LLMConfig
 
@@ -25,8 +25,7 @@ class Round:
 
     totals: RoundTotals
     pending: dict[str, int] = field(default_factory=dict)  # pipeline name -> queries pending in it
-    file: Path | None = None
-    sha256: str | None = None
+    parts: list[BatchPart] = field(default_factory=list)  # the files written (several when split)
 
     @property
     def done(self) -> bool:
@@ -59,9 +58,10 @@ def cache_path(config: LLMConfig) -> Path:
     return Path(config.cache_path) if config.cache_path else paths.llm_cache_path()
 
 
-def run_round(spec: Any, out: Path | None = None, *, progress: bool = False) -> Round:
-    """One pass; with ``out``, the requests are recorded as pending and written there (sorted by key), else only
-    counted (status, dry runs)."""
+def run_round(spec: Any, out: Path | None = None, *, max_lines: int | None = None, max_bytes: int | None = None,
+              progress: bool = False) -> Round:
+    """One pass; with ``out``, the requests are recorded as pending and written there (sorted by key; split into
+    ``out``-1, -2, ... when ``max_lines``/``max_bytes`` are given), else only counted (status, dry runs)."""
     from superb.experiment import run_experiment
 
     config = llm_config(spec)
@@ -83,6 +83,5 @@ def run_round(spec: Any, out: Path | None = None, *, progress: bool = False) -> 
             if found.done:
                 sink.discard()
             else:
-                _, found.sha256 = sink.write(out)
-                found.file = Path(out)
+                found.parts = sink.write_parts(out, max_lines=max_lines, max_bytes=max_bytes)
     return found

@@ -82,6 +82,15 @@ class RoundTotals:
     templates: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class BatchPart:
+    """One written batch input file."""
+
+    path: Path
+    lines: int
+    sha256: str
+
+
 class RequestSink(Protocol):
     def add(self, model: str, request: ChatRequest) -> str: ...
 
@@ -220,24 +229,52 @@ class ExportRound:
     def write(self, path: str | Path) -> tuple[int, str]:
         """Write this round's requests, sorted by key, to ``path`` (JSONL); returns (lines, sha256 of the file).
         The round's bookkeeping rows are dropped afterwards (the requests stay pending until imported)."""
+        parts = self.write_parts(path)
+        return (parts[0].lines, parts[0].sha256) if parts else (0, hashlib.sha256().hexdigest())
+
+    def write_parts(self, path: str | Path, *, max_lines: int | None = None,
+                    max_bytes: int | None = None) -> list["BatchPart"]:
+        """Like ``write``, split into files of at most ``max_lines`` lines and ``max_bytes`` bytes (the OpenAI Batch
+        API takes 50,000 requests and 200 MB per file): ``path`` itself without limits, else ``stem-1.jsonl``,
+        ``stem-2.jsonl``, ... beside it. An empty round writes nothing."""
         self.flush()
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        digest, n = hashlib.sha256(), 0
+        split = max_lines is not None or max_bytes is not None
+        parts: list[BatchPart] = []
+        out = None
+
+        def close() -> None:
+            nonlocal out
+            if out is not None:
+                f, tmp, target, digest, n = out
+                f.close()
+                tmp.replace(target)
+                parts.append(BatchPart(target, n, digest.hexdigest()))
+                out = None
+
         with self.store._lock:
             cursor = self.store._conn.execute(
                 "SELECT r.key, r.body FROM batch_exports e JOIN batch_requests r ON r.key = e.key "
                 "WHERE e.export_id = ? ORDER BY e.key", (self.export_id,))
-            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-                for key, body in cursor:
-                    line = batch_line(key, body)
-                    f.write(line)
-                    digest.update(line.encode("utf-8"))
-                    n += 1
+            size = 0
+            for key, body in cursor:
+                line = batch_line(key, body).encode("utf-8")
+                if out is not None and ((max_lines and out[4] >= max_lines) or
+                                        (max_bytes and size + len(line) > max_bytes)):
+                    close()
+                if out is None:
+                    target = path.with_name(f"{path.stem}-{len(parts) + 1}{path.suffix}") if split else path
+                    tmp = target.with_name(target.name + ".tmp")
+                    out = [open(tmp, "wb"), tmp, target, hashlib.sha256(), 0]
+                    size = 0
+                out[0].write(line)
+                out[3].update(line)
+                out[4] += 1
+                size += len(line)
+            close()
             self.store._conn.execute("DELETE FROM batch_exports WHERE export_id = ?", (self.export_id,))
-        tmp.replace(path)
-        return n, digest.hexdigest()
+        return parts
 
     def discard(self) -> None:
         """Drop this round's bookkeeping without writing a file."""

@@ -17,6 +17,8 @@ from typing import Any
 from superb.errors import LLMError
 
 BATCH_DISCOUNT = 0.5  # OpenAI Batch API: 50% of the synchronous price for the same model
+MAX_LINES = 50_000  # OpenAI: at most 50,000 requests per batch input file
+MAX_BYTES = 190 * 2**20  # OpenAI: at most 200 MB per batch input file (kept under it)
 COMPLETION_WINDOW = "24h"
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 
