@@ -77,12 +77,12 @@ def responder(request):
     prompt = request["messages"][-1]["content"]
     if "Rank the" in prompt:  # listwise window: matching products first, then the shown order
         query = re.search(r"^Search query: (.*)$", prompt, flags=re.M).group(1)
-        items = re.findall(r"^\[(\d+)\] (.*)$", prompt, flags=re.M)
+        items = re.findall(r"^\[(\d+)\] <<< (.*) >>>$", prompt, flags=re.M)
         order = sorted(items, key=lambda it: (-int(grade(query, it[1])), int(it[0])))
         return Reply(" > ".join(f"[{i}]" for i, _ in order))
     query = re.search(r"^Query: (.*)$", prompt, flags=re.M).group(1)
     if prompt.rstrip().endswith("Grade:"):
-        g = grade(query, re.search(r"^Product: (.*)$", prompt, flags=re.M).group(1))
+        g = grade(query, re.search(r"^Product: <<< (.*) >>>$", prompt, flags=re.M).group(1))
         other = "0" if g != "0" else "3"
         return Reply(g, ((g, -0.05, {g: -0.05, other: -3.0}),)) if request.get("logprobs") else Reply(g)
     return Reply("- durable materials\n- good value for money")  # deliberated: the ideal product's attributes
