@@ -17,7 +17,7 @@ from fakeserver import FakeServer, Fault, Reply
 from superb.data.base import Dataset
 from superb.errors import SpecError
 from superb.judges.from_cache import cache_only_client, score_from_cache
-from superb.judges.scoring import (PRESETS, DeliberatedScoringJudge, ExpectedGrade, ScoringJudge, YesProbability,
+from superb.judges.scoring import (PRESETS, CalibratedJudge, DeliberatedScoringJudge, ExpectedGrade, ScoringJudge, YesProbability,
                                    build_scoring_judge)
 from superb.llm import LLMClient, LLMConfig, Usage, ideal
 from superb.llm.cache import ResponseCache, cache_key
@@ -203,3 +203,24 @@ def test_build_scoring_judge_rejects_unknown_presets_and_keys():
         build_scoring_judge({"template": "pointwise_best", "reading": "argmax"}, llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.template: missing"):
         build_scoring_judge({"type": "pointwise"}, llm=None, dataset=ds)
+
+
+def test_calibrated_judge_labels_pairs_with_fitted_cuts_and_counts_defaults(tmp_path):
+    from superb.judges.calibration import FixedCuts, KappaCutSearch
+    from superb.judges.records import read_jsonl, write_jsonl
+
+    ds = TinyDataset(TITLES)
+    with FakeServer(responder=responder) as srv, client(srv) as llm:
+        scorer = build_scoring_judge("superb_product", llm=llm, dataset=ds)
+        with pytest.raises(ValueError, match="not fitted"):
+            CalibratedJudge(scorer, KappaCutSearch())
+        judge = CalibratedJudge(scorer, FixedCuts((0.5, 1.8, 2.5)))
+        records = judge.judge(POOL.iloc[:4])
+    by = {r.docno: r for r in records}
+    assert [by[d].label for d in ("d1", "d2", "d3")] == [1, 3, 2]  # scores 1.75, 2.9, 2.0 (parsed)
+    assert by["d1"].score == pytest.approx(1.75) and by["d1"].status == "ok"
+    assert (by["d4"].label, by["d4"].status, by["d4"].score) == (0, "default", None)
+    assert judge.stats["default_labels"] == 1 and judge.stats["default_unparseable"] == 1
+    assert scorer.stats["fallback_parsed"] == 1
+    write_jsonl(records, tmp_path / "j.jsonl")
+    assert read_jsonl(tmp_path / "j.jsonl") == records

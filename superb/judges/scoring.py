@@ -288,3 +288,47 @@ def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: 
         return _TYPES[kind](llm, dataset, reading=READINGS[reading](), name=name, **kw)
     except (ValueError, FileNotFoundError) as err:
         raise SpecError(path, str(err)) from None
+
+
+class CalibratedJudge:
+    """Labels from a scoring judge and a FITTED calibration (superb.judges.calibration): ``judge(pool)`` gives one
+    superb.judges.records.Judgment per pair with label = calibration.apply(score) and the score kept in
+    ``Judgment.score``. A pair without a score gets ``default_label`` (status "failed" for a failed call, else
+    "default"), counted in ``stats["default_labels"]``. ``scores`` of the last call are kept (``last_scores``)."""
+
+    def __init__(self, scorer: ScoringJudge, calibration: Any, default_label: int = 0):
+        if getattr(calibration, "cuts", None) is None:
+            raise ValueError(f"{calibration!r} is not fitted: fit it on the dev pairs' scores first")
+        if default_label not in calibration.labels:
+            raise ValueError(f"default_label={default_label!r} is not in the label set {list(calibration.labels)}")
+        self.scorer, self.calibration, self.default_label = scorer, calibration, int(default_label)
+        self.stats: Counter[str] = Counter()
+        self.last_scores: pd.DataFrame | None = None
+
+    def __repr__(self) -> str:
+        return f"CalibratedJudge({self.scorer!r}, {self.calibration!r})"
+
+    def template_ids(self) -> dict[str, str]:
+        return self.scorer.template_ids()
+
+    def judge(self, pool: pd.DataFrame) -> list:
+        from superb.judges.records import DEFAULT as DEFAULT_STATUS, FAILED as FAILED_STATUS, OK as OK_STATUS
+        from superb.judges.records import Judgment
+
+        records = self.scorer.score_records(pool)
+        self.last_scores = scores_frame(records)
+        scored = [r for r in records if r.score is not None]
+        labels = dict(zip(((r.qid, r.docno) for r in scored),
+                          self.calibration.apply([r.score for r in scored]).tolist() if scored else []))
+        out = []
+        for r in records:
+            if r.score is None:
+                self.stats["default_labels"] += 1
+                self.stats[f"default_{r.status}"] += 1
+                status = FAILED_STATUS if r.status == FAILED else DEFAULT_STATUS
+                out.append(Judgment(r.qid, r.docno, self.default_label, None, r.raw, r.template, status))
+            else:
+                out.append(Judgment(r.qid, r.docno, int(labels[r.qid, r.docno]), None, r.raw, r.template, OK_STATUS,
+                                    score=r.score))
+        self.stats["judgments"] += len(out)
+        return out
