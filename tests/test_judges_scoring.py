@@ -17,8 +17,8 @@ from fakeserver import FakeServer, Fault, Reply
 from superb.data.base import Dataset
 from superb.errors import SpecError
 from superb.judges.from_cache import cache_only_client, score_from_cache
-from superb.judges.scoring import (PRESETS, CalibratedJudge, DeliberatedScoringJudge, ExpectedGrade, ScoringJudge, YesProbability,
-                                   build_scoring_judge)
+from superb.judges.scoring import (PRESETS, CalibratedJudge, DeliberatedScoringJudge, ExpectedGrade, ScoringJudge,
+                                   YesProbability, build_scoring_judge)
 from superb.llm import LLMClient, LLMConfig, Usage, ideal
 from superb.llm.cache import ResponseCache, cache_key
 from superb.llm.prompts import load_template
