@@ -116,8 +116,9 @@ class ScoringJudge:
 
     kind = "pointwise"
 
-    def __init__(self, llm: Any, dataset: Any, *, template: Any, reading: Any = None, fields: Sequence[str] = ("title",),
-                 max_tokens: int = 64, name: str | None = None, tag: str | None = None):
+    def __init__(self, llm: Any, dataset: Any, *, template: Any, reading: Any = None,
+                 fields: Sequence[str] = ("title",), max_tokens: int = 64, name: str | None = None,
+                 tag: str | None = None):
         from superb.llm.text import ProductText
 
         self.llm = llm
@@ -240,7 +241,7 @@ class DeliberatedScoringJudge(ScoringJudge):
         return list(await asyncio.gather(*(one(d) for d in docnos)))
 
 
-# --- the named judges of the agreement study ---------------------------------------------------------------------------
+# --- the named judges of the agreement study --------------------------------------------------------------------------
 PRESETS: dict[str, dict[str, str]] = {
     "superb_product": {"type": "pointwise", "template": "pointwise_best_product", "reading": "expected_grade"},
     "superb": {"type": "pointwise", "template": "pointwise_best", "reading": "expected_grade"},
