@@ -123,3 +123,16 @@ def test_ensemble_is_calibrated_like_a_judge_and_files_are_written(tmp_path):
         assert (folder / "confusion_rater_3.png").is_file()
     labels = pd.read_csv(tmp_path / "grade" / "labels.tsv", sep="\t")
     assert set(labels["split"]) == {"dev", "test"} and len(labels) == 480
+
+
+def test_bad_inputs_are_named():
+    ratings, scores = ratings_and_scores(4)
+    twice = pd.concat([scores["grade"], scores["grade"].iloc[:1]])
+    with pytest.raises(ValueError, match=r"scores of 'grade' hold 1 repeated \(qid, docno\) pairs"):
+        study(ratings, {"grade": twice})
+    with pytest.raises(ValueError, match=r"scores of 'grade' lack columns \['status'\]"):
+        study(ratings, {"grade": scores["grade"].drop(columns="status")})
+    with pytest.raises(ValueError, match="ratings need a 'final' column"):
+        study(ratings.drop(columns="final"), scores)
+    with pytest.raises(ValueError, match=r"ensemble 'e': member 'nope' has no scores"):
+        study(ratings, scores, ensembles={"e": Ensemble(["grade", "nope"])})

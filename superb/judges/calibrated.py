@@ -131,7 +131,12 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         missing = [c for c in ("qid", "docno", "score", "status") if c not in frame.columns]
         if missing:
             raise ValueError(f"scores of {name!r} lack columns {missing}; found {list(frame.columns)}")
-        m = rated.merge(frame.astype({"qid": str, "docno": str})[["qid", "docno", "score", "status"]],
+        frame = frame.astype({"qid": str, "docno": str})
+        dup = frame.duplicated(["qid", "docno"])
+        if dup.any():
+            raise ValueError(f"scores of {name!r} hold {int(dup.sum())} repeated (qid, docno) pairs, e.g. "
+                             f"{frame.loc[dup, ['qid', 'docno']].iloc[0].tolist()}; keep one score per pair")
+        m = rated.merge(frame[["qid", "docno", "score", "status"]],
                         on=["qid", "docno"], how="left")
         m["status"] = m["status"].fillna("not scored")
         merged[name] = m
