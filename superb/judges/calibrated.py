@@ -233,7 +233,8 @@ def format_markdown(study: CalibratedStudy) -> str:
         cov.append(f"| {r['judge']} | {r['split']} | {int(r['pairs'])} | {int(r['scored'])} | {statuses} |")
     notes = ("Intervals: 95% percentile bootstrap over queries (superb.judges.bootstrap). test rows: labels from cut "
              "points fitted on ALL scored dev pairs (linear-weighted kappa against the combined label), applied "
-             "unchanged. dev-cv rows: out-of-fold labels, cut points fitted on the other dev queries' pairs. "
+             "unchanged. dev-cv rows: out-of-fold labels, cut points fitted on the other dev queries' pairs (the "
+             "cut points column shows those fitted on ALL dev pairs, which the test rows use). "
              "Human rows: the rater (judge column) against the combined label or another rater, on the scope in the "
              "last-but-one column; Fleiss: kappa = Fleiss' kappa, agreement = share of unanimous pairs.")
     extra = "".join(f"- {n}\n" for n in study.notes)
