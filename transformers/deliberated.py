@@ -2,9 +2,10 @@
 
 Per query, ONE call writes the attributes the ideal product for the query would have (template
 ``deliberated_attributes``); the text is kept in memory per query string and shared by all products of the query
-(and the client's response cache keeps it across runs). Then every product gets one call that grades it 0..3
-against those attributes (``deliberated_label``: instructions, query, attributes, then the product, so the prompt
-cache reuses everything but the product).
+(and the client's response cache keeps it across runs). The request and the normalisation of its text (lines
+stripped, empty lines dropped) live in superb.llm.ideal, shared with the deliberated judge, so one cached answer
+serves both. Then every product gets one call that grades it 0..3 against those attributes (``deliberated_label``:
+instructions, query, attributes, then the product, so the prompt cache reuses everything but the product).
 
 Score = grade + confidence / 2, so the grade decides and the confidence only orders products within a grade;
 ties that remain keep the first-stage order. ``confidence``:
@@ -24,6 +25,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Mapping
 
+from superb.llm import ideal
+from superb.llm.ideal import NO_ATTRIBUTES
 from superb.llm.types import ChatRequest, Completion
 from superb.transformers.base import (
     COMMON_OPTIONS,
@@ -39,7 +42,6 @@ from superb.transformers.base import (
 )
 from superb.llm.parsing import LABEL_TOKENS, first_distribution, parse_confidence, parse_label
 
-NO_ATTRIBUTES = "(no attributes available)"
 CONFIDENCE_MODES = ("logprobs", "stated")
 
 
@@ -78,9 +80,9 @@ class DeliberatedReranker(LLMReranker):
 
     # ---- step 1: the ideal product ------------------------------------------------------------------------------
     def attributes_request(self, query: str) -> ChatRequest:
-        return ChatRequest.chat(None, self.attributes_template.render(query=query),
-                                template=self.attributes_template.id, max_tokens=self.attribute_tokens,
-                                tag=self.tag)
+        """The shared ideal-attributes request (superb.llm.ideal): the deliberated judge asks the same."""
+        return ideal.attributes_request(query, template=self.attributes_template, max_tokens=self.attribute_tokens,
+                                        tag=self.tag)
 
     async def ideal_attributes(self, query: str) -> str:
         """The attributes text for ``query``: generated once, then reused (also by concurrent callers)."""
@@ -91,9 +93,8 @@ class DeliberatedReranker(LLMReranker):
         future = asyncio.get_running_loop().create_future()
         self._pending[query] = future
         try:
-            comp = await self.complete(self.attributes_request(query))
-            text = "" if comp.failed else comp.text.strip()
-            if not text:
+            text = ideal.read(await self.complete(self.attributes_request(query)))
+            if text is None:
                 self.stats["fallback_attributes_failed"] += 1
                 text = NO_ATTRIBUTES
             self.attributes[query] = text

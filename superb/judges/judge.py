@@ -31,6 +31,7 @@ import pandas as pd
 from superb.errors import SpecError
 from superb.judges.parse import grade_distribution, parse_grade, parse_listwise
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
+from superb.llm import ideal
 from superb.llm.types import ChatRequest, Completion
 
 
@@ -156,13 +157,15 @@ class PointwiseJudge(Judge):
 
 
 class DeliberatedJudge(PointwiseJudge):
-    """Ideal attributes first (one call per query, kept in ``ideals``), then one grading call per product. If the
-    ideal call fails or comes back empty, grading goes on with "(not available)" and ``stats["ideal_failed"]``."""
+    """Ideal attributes first (one call per query, kept in ``ideals``), then one grading call per product. The
+    attribute request and text are superb.llm.ideal's, the same as the deliberated reranker's (one cached answer
+    serves both). If the ideal call fails or comes back empty, grading goes on with ``ideal.NO_ATTRIBUTES`` and
+    ``stats["ideal_failed"]``."""
 
     kind = "deliberated"
 
     def __init__(self, llm: Any, dataset: Any, *, template: Any = "deliberated_label",
-                 ideal_template: Any = "deliberated_attributes", ideal_max_tokens: int = 160, **kw: Any):
+                 ideal_template: Any = ideal.TEMPLATE, ideal_max_tokens: int = ideal.MAX_TOKENS, **kw: Any):
         super().__init__(llm, dataset, template=template, **kw)
         self.ideal_template = load_template(ideal_template)
         self.ideal_max_tokens = int(ideal_max_tokens)
@@ -173,11 +176,12 @@ class DeliberatedJudge(PointwiseJudge):
 
     async def ideal(self, qid: str, query: str) -> str:
         self.stats["ideal_calls"] += 1
-        c = await self.llm.acomplete(self._request(self.ideal_template, self.ideal_max_tokens, query=query))
-        text = "" if c.failed else "\n".join(line.strip() for line in c.text.strip().splitlines() if line.strip())
-        if not text:
+        req = ideal.attributes_request(query, template=self.ideal_template, max_tokens=self.ideal_max_tokens,
+                                       tag=self.tag)
+        text = ideal.read(await self.llm.acomplete(req))
+        if text is None:
             self.stats["ideal_failed"] += 1
-            text = "(not available)"
+            text = ideal.NO_ATTRIBUTES
         self.ideals[qid] = text
         return text
 

@@ -28,11 +28,13 @@ class Judgment:
     raw: str  # the model's answer text (several answers joined with " || " for multi-call judges)
     template: str  # prompt template id, "name@fingerprint"
     status: str  # one of STATUSES
+    score: float | None = None  # a scoring judge's score before calibration (expected grade, P(yes)); else None
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        if d["confidence"] is not None and not math.isfinite(d["confidence"]):
-            d["confidence"] = None
+        for key in ("confidence", "score"):
+            if d[key] is not None and not math.isfinite(d[key]):
+                d[key] = None
         return d
 
 

@@ -44,11 +44,13 @@ def evaluate_under(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, measur
     return pd.concat(frames, ignore_index=True)[["system", "qid", "measure", "value"]]
 
 
-def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Sequence[str] = ("a", "b")
-                      ) -> pd.DataFrame:
+def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Sequence[str] = ("a", "b"),
+                      bootstrap=None) -> pd.DataFrame:
     """Kendall's tau-b between the system orderings (by mean per measure) under two evaluations of the same systems.
     NaN (and p NaN) when fewer than two systems or all means tie. ``discordant_pairs`` counts system pairs ordered
-    the other way round (ties on one side only are not counted as discordant)."""
+    the other way round (ties on one side only are not counted as discordant). With ``bootstrap`` (a
+    superb.judges.bootstrap.QueryBootstrap) the columns tau_low / tau_high hold its interval from resampling queries
+    (the two evaluations must then cover the same queries)."""
     from scipy.stats import kendalltau
 
     a_name, b_name = names
@@ -73,7 +75,15 @@ def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names:
                      "discordant_pairs": discordant,
                      f"order_{a_name}": " > ".join(sa.sort_values(ascending=False, kind="stable").index),
                      f"order_{b_name}": " > ".join(sb.sort_values(ascending=False, kind="stable").index)})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if bootstrap is not None and len(out):
+        from superb.judges.bootstrap import tau_intervals
+
+        bounds = tau_intervals(perquery_a, perquery_b, bootstrap)[["measure", "tau_low", "tau_high"]]
+        out = out.merge(bounds, on="measure", how="left")
+        out.insert(out.columns.get_loc("tau") + 1, "tau_low", out.pop("tau_low"))
+        out.insert(out.columns.get_loc("tau_low") + 1, "tau_high", out.pop("tau_high"))
+    return out
 
 
 def verdict_flips(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[str] = ("a", "b"),
@@ -97,9 +107,10 @@ def verdict_flips(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[
 def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b: pd.DataFrame, measures,
                 baselines: Mapping[str, str | None], *, names: Sequence[str] = ("human", "judge"),
                 queries: Sequence[str] | None = None, condensed: bool = False, test: str = "t",
-                correction: str = "holm", alpha: float = 0.05, seed: int = 0) -> LabelStudy:
+                correction: str = "holm", alpha: float = 0.05, seed: int = 0, bootstrap=None) -> LabelStudy:
     """Evaluate ``runs`` (system -> run frame) under both qrels on one topic set (default: queries judged in both),
-    test each system against ``baselines[system]`` under each, and compare orderings and verdicts."""
+    test each system against ``baselines[system]`` under each, and compare orderings and verdicts. ``bootstrap``
+    (superb.judges.bootstrap.QueryBootstrap) adds 95% intervals for Kendall's tau (tau_low, tau_high)."""
     from superb.eval.report import compare
 
     if len(names) != 2 or names[0] == names[1]:
@@ -114,6 +125,6 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
               for name, pq in zip(names, (pq_a, pq_b))}
     perquery = pd.concat([pq_a.assign(labels=names[0]), pq_b.assign(labels=names[1])], ignore_index=True)
     return LabelStudy(perquery=perquery[["labels", "system", "qid", "measure", "value"]], tables=tables,
-                      tau=ranking_agreement(pq_a, pq_b, names),
+                      tau=ranking_agreement(pq_a, pq_b, names, bootstrap=bootstrap),
                       flips=verdict_flips(tables[names[0]], tables[names[1]], names), names=tuple(names),
                       queries=topic)

@@ -1,0 +1,270 @@
+"""Dev-calibrated agreement of scoring judges with human raters, with query-bootstrap intervals.
+
+For each judge (and each ensemble of judges), from its per-pair scores (superb.judges.scoring) and the individual
+human ratings (qid, docno, rater_1..rater_m, final):
+
+1. split the rated pairs by query (superb.data.splits.split_of: dev / test); pairs without a score (unparseable,
+   failed, not in the cache) are left out and counted (``unscored``);
+2. calibration (default superb.judges.calibration.KappaCutSearch: linear-weighted kappa against the COMBINED label
+   ``final``) is fitted on the dev pairs and applied unchanged to the test pairs;
+3. on the test pairs: exact agreement and Cohen's kappa (unweighted, linear, quadratic), each with a 95% interval
+   from resampling test queries (superb.judges.bootstrap), against the combined label and against each rater;
+   per-label precision/recall and confusion tables for each of those;
+4. an honest dev estimate too (rows with split "dev-cv"): ``folds``-fold cross-validation over dev QUERIES (cut
+   points fitted on the other folds' pairs, applied to the held-out fold's), useful while the test pairs are not
+   scored yet; its intervals resample dev queries;
+5. the human ceiling on the same pairs: each rater against the combined label, every rater pair, Fleiss' kappa of
+   all raters, with the same intervals, per split, on all rated pairs of the split and, where a judge scored only
+   part of them (e.g. a cache still filling), on exactly the pairs that judge was measured on.
+
+Ensembles (``Ensemble``) are fitted on the dev pairs every member scored, then calibrated like a judge.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from superb.judges.agreement import LABELS, confusion_matrix, per_label
+from superb.judges.bootstrap import QueryBootstrap, agreement_intervals, fleiss_intervals
+from superb.judges.calibration import Ensemble, KappaCutSearch
+
+STATS = ("agreement", "kappa", "kappa_linear", "kappa_quadratic")
+FINAL = "final"
+
+
+@dataclass
+class CalibratedStudy:
+    table: pd.DataFrame  # judge, split, against, n, queries, STATS with _low/_high, cuts, dev_n, dev_kappa_linear
+    labels: dict[str, pd.DataFrame]  # judge -> qid, docno, split, score, label (test: dev-calibrated; dev: CV)
+    per_label: dict[str, pd.DataFrame]  # judge -> against, label, support, predicted, precision, recall (test)
+    confusion: dict[str, dict[str, pd.DataFrame]]  # judge -> against -> confusion (rows human, columns judge; test)
+    calibrations: dict[str, object]  # judge -> the calibrator fitted on all dev pairs
+    coverage: pd.DataFrame  # judge, split, pairs, scored, and one column per status
+    notes: list[str] = field(default_factory=list)
+
+
+def _raters(ratings: pd.DataFrame) -> list[str]:
+    raters = [c for c in ratings.columns if c.startswith("rater_")]
+    if FINAL not in ratings.columns or len(raters) < 2:
+        raise ValueError(f"ratings need a {FINAL!r} column and at least two rater_* columns; found "
+                         f"{list(ratings.columns)}")
+    return raters
+
+
+def _folds(qids: pd.Series, folds: int, seed: int) -> pd.Series:
+    """Fold of each pair: its query's position in a seeded shuffle of the sorted qids, modulo ``folds``."""
+    keys = np.array(sorted(set(qids)))
+    rng = np.random.default_rng(seed)
+    fold_of = dict(zip(keys[rng.permutation(len(keys))], np.arange(len(keys)) % folds))
+    return qids.map(fold_of)
+
+
+def cross_validated_labels(frame: pd.DataFrame, make_calibrator: Callable[[], object], folds: int = 5,
+                           seed: int = 0) -> np.ndarray:
+    """Out-of-fold labels of ``frame`` (qid, score, final): each query's pairs labelled by cut points fitted on the
+    other folds' pairs (folds of queries, see ``_folds``)."""
+    fold = _folds(frame["qid"], min(folds, frame["qid"].nunique()), seed).to_numpy()
+    out = np.empty(len(frame), dtype=int)
+    for f in np.unique(fold):
+        train, held = frame[fold != f], frame[fold == f]
+        if train.empty:
+            raise ValueError("cross-validation needs at least two dev queries")
+        calibrator = make_calibrator().fit(train["score"], train[FINAL])
+        out[fold == f] = calibrator.apply(held["score"])
+    return out
+
+
+def _rows(judge: str, split: str, frame: pd.DataFrame, predicted: np.ndarray, raters: list[str],
+          bootstrap: QueryBootstrap, labels, extra: dict) -> list[dict]:
+    rows = []
+    for against in [FINAL] + raters:
+        stats = agreement_intervals(frame["qid"].tolist(), frame[against].tolist(), predicted.tolist(), labels,
+                                    bootstrap)
+        rows.append({"judge": judge, "split": split, "against": against, **stats, **extra})
+    return rows
+
+
+def ceiling_rows(ratings: pd.DataFrame, split: str, scope: str, bootstrap: QueryBootstrap,
+                 labels=LABELS) -> list[dict]:
+    """The human ceiling on ``ratings`` (one split's pairs): each rater vs the combined label, rater pairs, Fleiss."""
+    raters = _raters(ratings)
+    if ratings.empty:
+        return []
+    qids = ratings["qid"].tolist()
+    rows = []
+    for a, b in [(r, FINAL) for r in raters] + list(itertools.combinations(raters, 2)):
+        stats = agreement_intervals(qids, ratings[b].tolist(), ratings[a].tolist(), labels, bootstrap)
+        rows.append({"judge": f"human {a}", "split": split, "against": b, "scope": scope, **stats})
+    fleiss = fleiss_intervals(qids, ratings[raters].to_numpy(), labels, bootstrap)
+    rows.append({"judge": "humans (Fleiss)", "split": split, "against": "all raters", "scope": scope,
+                 "n": fleiss["n"], "queries": fleiss["queries"], "agreement": fleiss["agreement"],
+                 "agreement_low": fleiss["agreement_low"], "agreement_high": fleiss["agreement_high"],
+                 "kappa": fleiss["kappa"], "kappa_low": fleiss["kappa_low"], "kappa_high": fleiss["kappa_high"]})
+    return rows
+
+
+def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFrame, *,
+                         split_of: Callable[[str], str] | None = None,
+                         ensembles: Mapping[str, Ensemble] | None = None,
+                         make_calibrator: Callable[[], object] = KappaCutSearch,
+                         bootstrap: QueryBootstrap | None = None, labels=LABELS, folds: int = 5,
+                         seed: int = 0) -> CalibratedStudy:
+    """The study of the module docstring. ``scores``: judge name -> frame qid, docno, score, status."""
+    if split_of is None:
+        from superb.data.splits import split_of
+    bootstrap = bootstrap or QueryBootstrap(seed=seed)
+    raters = _raters(ratings)
+    rated = ratings.astype({"qid": str, "docno": str}).copy()
+    rated["split"] = rated["qid"].map(split_of)
+    unknown = sorted(set(rated["split"]) - {"dev", "test"})
+    if unknown:
+        raise ValueError(f"split_of returned {unknown}; expected 'dev' or 'test'")
+    merged: dict[str, pd.DataFrame] = {}
+    coverage = []
+    for name, frame in scores.items():
+        missing = [c for c in ("qid", "docno", "score", "status") if c not in frame.columns]
+        if missing:
+            raise ValueError(f"scores of {name!r} lack columns {missing}; found {list(frame.columns)}")
+        frame = frame.astype({"qid": str, "docno": str})
+        dup = frame.duplicated(["qid", "docno"])
+        if dup.any():
+            raise ValueError(f"scores of {name!r} hold {int(dup.sum())} repeated (qid, docno) pairs, e.g. "
+                             f"{frame.loc[dup, ['qid', 'docno']].iloc[0].tolist()}; keep one score per pair")
+        m = rated.merge(frame[["qid", "docno", "score", "status"]],
+                        on=["qid", "docno"], how="left")
+        m["status"] = m["status"].fillna("not scored")
+        merged[name] = m
+        for split, part in m.groupby("split"):
+            coverage.append({"judge": name, "split": split, "pairs": len(part),
+                             "scored": int(part["score"].notna().sum()), **part["status"].value_counts().to_dict()})
+    for name, ens in (ensembles or {}).items():
+        wide = rated.copy()
+        for member in ens.members:
+            if member not in merged:
+                raise ValueError(f"ensemble {name!r}: member {member!r} has no scores; scored: {sorted(merged)}")
+            wide[member] = merged[member]["score"].to_numpy()
+        ok = wide[list(ens.members)].notna().all(axis=1)
+        dev = wide[ok & (wide["split"] == "dev")]
+        m = rated.copy()
+        m["score"], m["status"] = np.nan, np.where(ok, "ok", "member unscored")
+        if len(dev):
+            ens.fit(dev[list(ens.members)])
+            m.loc[ok.to_numpy(), "score"] = ens.apply(wide.loc[ok, list(ens.members)])
+        merged[name] = m
+        for split, part in m.groupby("split"):
+            coverage.append({"judge": name, "split": split, "pairs": len(part),
+                             "scored": int(part["score"].notna().sum()), **part["status"].value_counts().to_dict()})
+    rows, out_labels, per_labels, confusions, calibrations, notes = [], {}, {}, {}, {}, []
+    for name, m in merged.items():
+        scored = m[m["score"].notna()]
+        dev, test = scored[scored["split"] == "dev"], scored[scored["split"] == "test"]
+        if dev["qid"].nunique() < 2:
+            notes.append(f"{name}: not calibrated ({len(dev)} dev pairs scored, from {dev['qid'].nunique()} queries)")
+            continue
+        calibrator = make_calibrator().fit(dev["score"], dev[FINAL])
+        calibrations[name] = calibrator
+        extra = {"cuts": calibrator.describe(), "dev_n": len(dev), "dev_queries": dev["qid"].nunique(),
+                 "dev_fit_kappa_linear": getattr(calibrator, "dev_kappa", np.nan),
+                 "unscored": int((m["split"] == "test").sum() - len(test))}
+        cv = cross_validated_labels(dev, make_calibrator, folds, seed)
+        rows += _rows(name, "dev-cv", dev, cv, raters, bootstrap, labels,
+                      {**extra, "unscored": int((m["split"] == "dev").sum() - len(dev))})
+        parts = [dev[["qid", "docno", "split", "score"]].assign(label=cv)]
+        if len(test):
+            predicted = calibrator.apply(test["score"])
+            rows += _rows(name, "test", test, predicted, raters, bootstrap, labels, extra)
+            parts.append(test[["qid", "docno", "split", "score"]].assign(label=predicted))
+            per_labels[name] = pd.concat([per_label(test[a], predicted, labels).assign(against=a)
+                                          for a in [FINAL] + raters], ignore_index=True)
+            confusions[name] = {a: confusion_matrix(test[a], predicted, labels) for a in [FINAL] + raters}
+        else:
+            notes.append(f"{name}: no test pair scored yet; only the dev cross-validation rows")
+        out_labels[name] = pd.concat(parts, ignore_index=True)
+    for split in ("dev", "test"):
+        part = rated[rated["split"] == split]
+        if part.empty:
+            continue
+        evaluated: dict[frozenset, list[str]] = {}  # the pair set each calibrated judge was measured on, in this split
+        for name in calibrations:
+            m = merged[name]
+            keep = m.loc[(m["split"] == split) & m["score"].notna()]
+            if len(keep) and len(keep) < len(part):
+                evaluated.setdefault(frozenset(zip(keep["qid"], keep["docno"])), []).append(name)
+        for pairs, names in evaluated.items():
+            same = part[[pair in pairs for pair in zip(part["qid"], part["docno"])]]
+            rows += ceiling_rows(same, split, f"the pairs {', '.join(names)} scored", bootstrap, labels)
+        rows += ceiling_rows(part, split, f"all rated {split} pairs", bootstrap, labels)
+    table = pd.DataFrame(rows)
+    return CalibratedStudy(table=table, labels=out_labels, per_label=per_labels, confusion=confusions,
+                           calibrations=calibrations, coverage=pd.DataFrame(coverage).fillna(0), notes=notes)
+
+
+# --- output --------------------------------------------------------------------------------------------------------
+def _cell(row: pd.Series, stat: str) -> str:
+    value = row.get(stat)
+    if value is None or pd.isna(value):
+        return ""
+    low, high = row.get(f"{stat}_low"), row.get(f"{stat}_high")
+    if low is None or pd.isna(low):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def format_markdown(study: CalibratedStudy) -> str:
+    t = study.table
+    lines = ["| judge | split | against | n | queries | exact agreement | kappa | linear kappa | quadratic kappa | "
+             "cut points (dev) | unscored |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for _, r in t.iterrows():
+        cuts = r.get("cuts") if isinstance(r.get("cuts"), str) else (r.get("scope") or "")
+        unscored = r.get("unscored")
+        lines.append(f"| {r['judge']} | {r['split']} | {r['against']} | {int(r['n'])} | {int(r['queries'])} | "
+                     + " | ".join(_cell(r, s) for s in STATS)
+                     + f" | {cuts} | {'' if unscored is None or pd.isna(unscored) else int(unscored)} |")
+    cov = ["| judge | split | pairs | scored | statuses |", "|---|---|---:|---:|---|"]
+    status_cols = [c for c in study.coverage.columns if c not in ("judge", "split", "pairs", "scored")]
+    for _, r in study.coverage.iterrows():
+        statuses = ", ".join(f"{c} {int(r[c])}" for c in status_cols if r[c])
+        cov.append(f"| {r['judge']} | {r['split']} | {int(r['pairs'])} | {int(r['scored'])} | {statuses} |")
+    notes = ("Intervals: 95% percentile bootstrap over queries (superb.judges.bootstrap). test rows: labels from cut "
+             "points fitted on ALL scored dev pairs (linear-weighted kappa against the combined label), applied "
+             "unchanged. dev-cv rows: out-of-fold labels, cut points fitted on the other dev queries' pairs (the "
+             "cut points column shows those fitted on ALL dev pairs, which the test rows use). "
+             "Human rows: the rater (judge column) against the combined label or another rater, on the scope in the "
+             "last-but-one column; Fleiss: kappa = Fleiss' kappa, agreement = share of unanimous pairs.")
+    extra = "".join(f"- {n}\n" for n in study.notes)
+    return ("\n".join(lines) + "\n\n" + notes + "\n\n## Coverage\n\n" + "\n".join(cov) + "\n"
+            + (f"\n## Notes\n\n{extra}" if extra else ""))
+
+
+def write_study(study: CalibratedStudy, out_dir: str | Path, title: str = "calibrated judges") -> Path:
+    """agreement_calibrated.md / .csv, coverage.csv, and per judge NAME/labels.tsv, per_label.csv, confusion_*.png."""
+    from superb.judges.report import confusion_heatmap
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    study.table.to_csv(out / "agreement_calibrated.csv", index=False)
+    study.coverage.to_csv(out / "coverage.csv", index=False)
+    (out / "agreement_calibrated.md").write_text(f"# {title}\n\n" + format_markdown(study), encoding="utf-8")
+    for name, frame in study.labels.items():
+        folder = out / _safe(name)
+        folder.mkdir(exist_ok=True)
+        frame.to_csv(folder / "labels.tsv", sep="\t", index=False)
+        if name in study.per_label:
+            study.per_label[name].to_csv(folder / "per_label.csv", index=False)
+            for against, cm in study.confusion[name].items():
+                counts = cm.to_numpy()
+                human = np.repeat(cm.index.to_numpy(), counts.sum(axis=1))
+                judge = np.concatenate([np.repeat(cm.columns.to_numpy(), row) for row in counts])
+                confusion_heatmap(human, judge, list(cm.index), folder / f"confusion_{against}.png",
+                                  f"{name}, test (n={counts.sum()})", axes=(f"human ({against})", "judge label"))
+    return out
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)

@@ -1,0 +1,335 @@
+"""Judges that SCORE each (query, product) pair from the label probabilities of a one-token answer.
+
+A scoring judge asks one label request per pair (``ChatRequest.label``: max_tokens 1, top 20 logprobs, temperature 0,
+seed 0), built EXACTLY as the pointwise reranker builds it for the same template, query and product text
+(``template.render(query=..., product=ProductText(dataset, fields, max_tokens).get(docno))``), so a judge and a
+reranker asking the same prompt share one cached answer. The deliberated judge first asks for the ideal product's
+attributes (superb.llm.ideal, shared with the deliberated reranker) and grades against them.
+
+How an answer becomes a score is a ``Reading`` (a strategy):
+
+- ``ExpectedGrade``: the expected grade sum_g g * P(g) under the label-token distribution at the first generated
+  position offering a grade token, renormalised over the grades (0..3): a score in [0, 3].
+- ``YesProbability``: P(yes) renormalised over {yes, no}: a score in [0, 1].
+
+A score is not a label: superb.judges.calibration turns scores into labels 0..3 with cut points chosen on dev pairs.
+
+Every pair gets a ``Scored`` record whose status says how its score was obtained, and every fallback is counted in
+``judge.stats``:
+
+- "ok": from the label-token probabilities;
+- "parsed": the answer had no usable logprobs, so the one generated token was parsed (grade g -> g; yes -> 1, no -> 0)
+  (``stats["fallback_parsed"]``);
+- "unparseable": neither (score None; ``stats["unparseable"]``);
+- "failed": the call failed (score None; ``stats["failed_calls"]``);
+- "missing": a cache-only client had no answer for this request (score None; ``stats["missing"]``; see
+  superb.judges.from_cache). Pairs without a score are left out of calibration and agreement, and counted there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from superb.errors import SpecError
+from superb.judges.judge import load_template, run_all
+from superb.judges.parse import parse_grade
+from superb.llm import ideal
+from superb.llm.dryrun import DRY_RUN_ERROR
+from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_yes_no
+from superb.llm.types import ChatRequest, Completion
+
+OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
+STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING)
+MISSING_ERROR = DRY_RUN_ERROR  # the error of the failed Completion a cache-only (dry-run) client returns for a miss
+SCORE_COLUMNS = ["qid", "docno", "score", "status"]
+
+
+# --- readings ------------------------------------------------------------------------------------------------------
+class ExpectedGrade:
+    """Score = expected grade under the renormalised grade-token distribution (see the module docstring)."""
+
+    name = "expected_grade"
+
+    def __init__(self, labels: Sequence[int] = (0, 1, 2, 3)):
+        self.labels = tuple(int(x) for x in labels)
+        self.vocabulary = {str(x): x for x in self.labels}
+        self.low, self.high = float(min(self.labels)), float(max(self.labels))
+
+    def __repr__(self) -> str:
+        return f"ExpectedGrade(labels={self.labels})"
+
+    def from_distribution(self, dist: Mapping[Any, float]) -> float:
+        return float(sum(float(g) * p for g, p in dist.items()))
+
+    def from_text(self, text: str) -> float | None:
+        grade = parse_grade(text, self.labels)
+        return None if grade is None else float(grade)
+
+
+class YesProbability:
+    """Score = P(yes) renormalised over {yes, no} (see the module docstring)."""
+
+    name = "p_yes"
+    vocabulary = YES_NO_TOKENS
+    low, high = 0.0, 1.0
+
+    def __repr__(self) -> str:
+        return "YesProbability()"
+
+    def from_distribution(self, dist: Mapping[Any, float]) -> float:
+        return float(dist.get(True, 0.0))
+
+    def from_text(self, text: str) -> float | None:
+        answer = parse_yes_no(text)
+        return None if answer is None else float(answer)
+
+
+READINGS = {"expected_grade": ExpectedGrade, "p_yes": YesProbability}
+
+
+@dataclass(frozen=True)
+class Scored:
+    qid: str
+    docno: str
+    score: float | None  # None unless status is "ok" or "parsed"
+    status: str  # one of STATUSES
+    raw: str  # the generated token (or the error of a failed call)
+    template: str  # template id of the grading prompt
+
+
+def scores_frame(records: Sequence[Scored]) -> pd.DataFrame:
+    """qid, docno, score, status (score NaN where there is none)."""
+    rows = [(r.qid, r.docno, float("nan") if r.score is None else r.score, r.status) for r in records]
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
+# --- judges --------------------------------------------------------------------------------------------------------
+class ScoringJudge:
+    """One label request per pair; the score read by ``reading``. ``max_tokens`` is the product-text budget
+    (ProductText), not the answer length."""
+
+    kind = "pointwise"
+
+    def __init__(self, llm: Any, dataset: Any, *, template: Any, reading: Any = None,
+                 fields: Sequence[str] = ("title",), max_tokens: int = 64, name: str | None = None,
+                 tag: str | None = None):
+        from superb.llm.text import ProductText
+
+        self.llm = llm
+        self.dataset = dataset
+        self.template = load_template(template)
+        self.reading = reading if reading is not None else ExpectedGrade()
+        self.text = ProductText(dataset, fields=fields, max_tokens=max_tokens)
+        self.name = name or self.template.name
+        self.tag = tag or f"judge:{self.name}"
+        self.stats: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, template={self.template.id!r}, reading={self.reading!r})"
+
+    def template_ids(self) -> dict[str, str]:
+        return {"grade": self.template.id}
+
+    def request(self, query: str, docno: str, **variables: Any) -> ChatRequest:
+        """The label request for one pair (the pointwise reranker's request for the same prompt)."""
+        prompt = self.template.render(query=query, product=self.text.get(docno, self.stats), **variables)
+        return ChatRequest.label(prompt, template=self.template.id, tag=self.tag)
+
+    def read(self, qid: str, docno: str, completion: Completion) -> Scored:
+        """A Scored record from one completion, with the counted fallbacks of the module docstring."""
+        self.stats["calls"] += 1
+        tid = self.template.id
+        if completion.failed:
+            status = MISSING if completion.error == MISSING_ERROR else FAILED
+            self.stats["missing" if status == MISSING else "failed_calls"] += 1
+            return Scored(qid, docno, None, status, completion.error or "", tid)
+        dist, _ = first_distribution(completion.logprobs or (), self.reading.vocabulary)
+        if dist is not None:
+            return Scored(qid, docno, self.reading.from_distribution(dist), OK, completion.text, tid)
+        value = self.reading.from_text(completion.text)
+        if value is None:
+            self.stats["unparseable"] += 1
+            return Scored(qid, docno, None, UNPARSEABLE, completion.text, tid)
+        self.stats["fallback_parsed"] += 1
+        return Scored(qid, docno, value, PARSED, completion.text, tid)
+
+    async def ascore_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Scored]:
+        async def one(docno: str) -> Scored:
+            return self.read(qid, docno, await self.llm.acomplete(self.request(query, docno)))
+
+        return list(await asyncio.gather(*(one(d) for d in docnos)))
+
+    def score_records(self, pool: pd.DataFrame) -> list[Scored]:
+        """One record per distinct (qid, docno) of ``pool`` (columns qid, query, docno), grouped by query."""
+        missing = [c for c in ("qid", "query", "docno") if c not in pool.columns]
+        if missing:
+            raise ValueError(f"{self.name}: the pool lacks columns {missing}; found {list(pool.columns)}; "
+                             "expected qid, query, docno")
+        if pool.empty:
+            return []
+        pool = pool.astype({"qid": str, "docno": str})
+        dup = pool.duplicated(["qid", "docno"])
+        self.stats["duplicate_pairs"] += int(dup.sum())
+        pool = pool[~dup]
+        groups = [(q, str(g["query"].iloc[0]), g["docno"].tolist()) for q, g in pool.groupby("qid", sort=False)]
+        results = run_all(self.llm, [self.ascore_query(q, text, docs) for q, text, docs in groups])
+        return [r for per_query in results for r in per_query]
+
+    def score(self, pool: pd.DataFrame) -> pd.DataFrame:
+        """qid, docno, score, status for every distinct pair of ``pool`` (see ``score_records``)."""
+        return scores_frame(self.score_records(pool))
+
+
+class DeliberatedScoringJudge(ScoringJudge):
+    """Ideal attributes first (superb.llm.ideal; once per query text, kept in ``ideals`` by qid), then one label
+    request per product with the attributes before the product (template ``deliberated_label``), the deliberated
+    reranker's requests exactly. A failed or empty attribute answer: grading uses ``ideal.NO_ATTRIBUTES``, counted in
+    ``stats["ideal_failed"]`` (``stats["ideal_missing"]`` when a cache-only client had no answer)."""
+
+    kind = "deliberated"
+
+    def __init__(self, llm: Any, dataset: Any, *, template: Any = "deliberated_label",
+                 ideal_template: Any = ideal.TEMPLATE, ideal_max_tokens: int = ideal.MAX_TOKENS, **kw: Any):
+        super().__init__(llm, dataset, template=template, **kw)
+        self.ideal_template = load_template(ideal_template)
+        self.ideal_max_tokens = int(ideal_max_tokens)
+        self.ideals: dict[str, str] = {}  # qid -> the attribute text its products were graded against
+        self._texts: dict[str, str] = {}  # query text -> attribute text
+        self._pending: dict[str, asyncio.Future] = {}
+
+    def template_ids(self) -> dict[str, str]:
+        return {"ideal": self.ideal_template.id, "grade": self.template.id}
+
+    def ideal_request(self, query: str) -> ChatRequest:
+        return ideal.attributes_request(query, template=self.ideal_template, max_tokens=self.ideal_max_tokens,
+                                        tag=self.tag)
+
+    async def attributes(self, query: str) -> str:
+        """The attribute text of ``query``: one call per distinct query text, shared by concurrent callers."""
+        if query in self._texts:
+            return self._texts[query]
+        if query not in self._pending:
+            self._pending[query] = asyncio.ensure_future(self._ask_ideal(query))
+        text = await asyncio.shield(self._pending[query])
+        self._texts[query] = text
+        self._pending.pop(query, None)
+        return text
+
+    async def _ask_ideal(self, query: str) -> str:
+        self.stats["ideal_calls"] += 1
+        completion = await self.llm.acomplete(self.ideal_request(query))
+        text = ideal.read(completion)
+        if text is None:
+            missing = completion.failed and completion.error == MISSING_ERROR
+            self.stats["ideal_missing" if missing else "ideal_failed"] += 1
+            text = ideal.NO_ATTRIBUTES
+        return text
+
+    async def ascore_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Scored]:
+        attributes = self.ideals[qid] = await self.attributes(query)
+
+        async def one(docno: str) -> Scored:
+            req = self.request(query, docno, attributes=attributes)
+            return self.read(qid, docno, await self.llm.acomplete(req))
+
+        return list(await asyncio.gather(*(one(d) for d in docnos)))
+
+
+# --- the named judges of the agreement study --------------------------------------------------------------------------
+PRESETS: dict[str, dict[str, str]] = {
+    "superb_product": {"type": "pointwise", "template": "pointwise_best_product", "reading": "expected_grade"},
+    "superb": {"type": "pointwise", "template": "pointwise_best", "reading": "expected_grade"},
+    "umbrela": {"type": "pointwise", "template": "judge_umbrela", "reading": "expected_grade"},
+    "yesno_product": {"type": "pointwise", "template": "pointwise_yesno_product", "reading": "p_yes"},
+    "yesno": {"type": "pointwise", "template": "pointwise_yesno", "reading": "p_yes"},
+    "deliberated": {"type": "deliberated", "template": "deliberated_label", "reading": "expected_grade"},
+}
+_TYPES = {"pointwise": ScoringJudge, "deliberated": DeliberatedScoringJudge}
+_KEYS = ("type", "template", "reading", "fields", "max_tokens", "preset")
+_DELIBERATED_KEYS = ("ideal_template", "ideal_max_tokens")
+
+
+def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: Any, name: str | None = None,
+                        path: str = "judge") -> ScoringJudge:
+    """A scoring judge from a preset name (PRESETS) or a table {preset?, type, template, reading, fields,
+    max_tokens, ideal_template, ideal_max_tokens}; unknown names/keys raise SpecError naming ``path.key``."""
+    if isinstance(options, str):
+        options = {"preset": options}
+    if not isinstance(options, Mapping):
+        raise SpecError(path, f"expected a preset name or a table, found {type(options).__name__}")
+    table = dict(options)
+    preset = table.pop("preset", None)
+    if preset is not None:
+        if preset not in PRESETS:
+            raise SpecError(f"{path}.preset", f"unknown judge preset {preset!r}; choose one of {sorted(PRESETS)}")
+        table = {**PRESETS[preset], **table}
+        name = name or preset
+    kind = table.get("type", "pointwise")
+    if kind not in _TYPES:
+        raise SpecError(f"{path}.type", f"unknown scoring judge type {kind!r}; choose one of {sorted(_TYPES)}")
+    allowed = _KEYS + (_DELIBERATED_KEYS if kind == "deliberated" else ())
+    for key in table:
+        if key not in allowed:
+            raise SpecError(f"{path}.{key}", f"unknown option for a {kind} scoring judge; allowed: {sorted(allowed)}")
+    if "template" not in table:
+        raise SpecError(f"{path}.template", "missing: name the grading prompt template (or use a preset)")
+    reading = table.get("reading", "expected_grade")
+    if reading not in READINGS:
+        raise SpecError(f"{path}.reading", f"unknown reading {reading!r}; choose one of {sorted(READINGS)}")
+    kw = {k: v for k, v in table.items() if k not in ("type", "reading")}
+    if "fields" in kw:
+        kw["fields"] = tuple(kw["fields"])
+    try:
+        return _TYPES[kind](llm, dataset, reading=READINGS[reading](), name=name, **kw)
+    except (ValueError, FileNotFoundError) as err:
+        raise SpecError(path, str(err)) from None
+
+
+class CalibratedJudge:
+    """Labels from a scoring judge and a FITTED calibration (superb.judges.calibration): ``judge(pool)`` gives one
+    superb.judges.records.Judgment per pair with label = calibration.apply(score) and the score kept in
+    ``Judgment.score``. A pair without a score gets ``default_label`` (status "failed" for a failed call, else
+    "default"), counted in ``stats["default_labels"]``. ``scores`` of the last call are kept (``last_scores``)."""
+
+    def __init__(self, scorer: ScoringJudge, calibration: Any, default_label: int = 0):
+        if getattr(calibration, "cuts", None) is None:
+            raise ValueError(f"{calibration!r} is not fitted: fit it on the dev pairs' scores first")
+        if default_label not in calibration.labels:
+            raise ValueError(f"default_label={default_label!r} is not in the label set {list(calibration.labels)}")
+        self.scorer, self.calibration, self.default_label = scorer, calibration, int(default_label)
+        self.stats: Counter[str] = Counter()
+        self.last_scores: pd.DataFrame | None = None
+
+    def __repr__(self) -> str:
+        return f"CalibratedJudge({self.scorer!r}, {self.calibration!r})"
+
+    def template_ids(self) -> dict[str, str]:
+        return self.scorer.template_ids()
+
+    def judge(self, pool: pd.DataFrame) -> list:
+        from superb.judges.records import DEFAULT as DEFAULT_STATUS, FAILED as FAILED_STATUS, OK as OK_STATUS
+        from superb.judges.records import Judgment
+
+        records = self.scorer.score_records(pool)
+        self.last_scores = scores_frame(records)
+        scored = [r for r in records if r.score is not None]
+        labels = dict(zip(((r.qid, r.docno) for r in scored),
+                          self.calibration.apply([r.score for r in scored]).tolist() if scored else []))
+        out = []
+        for r in records:
+            if r.score is None:
+                self.stats["default_labels"] += 1
+                self.stats[f"default_{r.status}"] += 1
+                status = FAILED_STATUS if r.status == FAILED else DEFAULT_STATUS
+                out.append(Judgment(r.qid, r.docno, self.default_label, None, r.raw, r.template, status))
+            else:
+                out.append(Judgment(r.qid, r.docno, int(labels[r.qid, r.docno]), None, r.raw, r.template, OK_STATUS,
+                                    score=r.score))
+        self.stats["judgments"] += len(out)
+        return out
