@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from superb.errors import SpecError
+from superb.spec import check_keys
 
 ENGINES = ("terrier", "pisa")
 MODELS = ("bm25", "rm3")
@@ -46,11 +47,7 @@ def _key(path: str, key: str) -> str:
 
 
 def _check_keys(given: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
-    if not isinstance(given, Mapping):
-        raise SpecError(path, f"expected a table of options, found {type(given).__name__} {given!r}")
-    unknown = sorted(set(given) - set(allowed))
-    if unknown:
-        raise SpecError(_key(path, unknown[0]), f"unknown option(s) {unknown}; allowed keys are {list(allowed)}")
+    check_keys(given, path, optional=allowed, what="option")
 
 
 def _choice(value: Any, allowed: tuple[str, ...], key: str) -> str:

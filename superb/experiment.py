@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SpecError
-from superb.spec import PipelineSpec, Spec
+from superb.spec import PipelineSpec, QueriesSpec, Spec
 
 log = logging.getLogger(__name__)
 
@@ -52,18 +52,24 @@ def check_topics(topics: pd.DataFrame) -> pd.DataFrame:
     return topics
 
 
+def select_topics(dataset, queries: QueriesSpec) -> pd.DataFrame:
+    """The spec's [queries] of a data set (qid, query): THE query selection of `superb run` and `superb judge`."""
+    from superb.data.splits import select_queries
+
+    q = queries
+    topics = select_queries(dataset.topics(), split=q.split, sample=q.sample, seed=q.seed, subset=q.subset)
+    return topics.reset_index(drop=True)
+
+
 def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, llm: Any = None) -> ExperimentResult:
     """Run every pipeline of ``spec``. ``llm``: a client to use instead of opening the spec's [llm] (e.g. the
     collecting client of a batch export, superb/batch/); the caller closes it."""
     from superb.data import load_dataset
-    from superb.data.splits import select_queries
 
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     dataset = load_dataset(spec.dataset, path="dataset")
-    q = spec.queries
-    topics = select_queries(dataset.topics(), split=q.split, sample=q.sample, seed=q.seed, subset=q.subset)
-    topics = check_topics(topics.reset_index(drop=True))
+    topics = check_topics(select_topics(dataset, spec.queries))
     qrels = dataset.qrels()
     qrels = qrels[qrels["qid"].isin(set(topics["qid"]))].reset_index(drop=True)
     timings["load_data_s"] = time.perf_counter() - t0
@@ -78,7 +84,9 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
 
             llm_info = describe(llm)
         else:
-            llm, llm_info = _open_llm(spec, stack, dry_run=dry_run)
+            from superb.llm.connect import open_for_spec
+
+            llm, llm_info = open_for_spec(spec.llm, stack, dry_run=dry_run)
         for p in spec.pipelines:
             results[p.name] = _run_pipeline(p, spec, dataset, topics, results, llm)
             log.info("pipeline %s: %d rows in %.1f s", p.name, len(results[p.name].run), results[p.name].seconds)
@@ -92,17 +100,6 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
     return ExperimentResult(spec=spec, topics=topics, qrels=qrels, pipelines=results,
                             dataset_provenance=dataset.provenance(), llm_info=llm_info, timings=timings,
                             responses=responses)
-
-
-def _open_llm(spec: Spec, stack: ExitStack, *, dry_run: bool):
-    from superb.llm import DryRunClient, LLMConfig, describe, open_llm
-
-    cfg = LLMConfig.from_spec(spec.llm or {}, path="llm")
-    if dry_run:
-        client = DryRunClient(cfg)
-        return client, {"model": cfg.model, "endpoint": "dry-run"}
-    client = stack.enter_context(open_llm(cfg))
-    return client, describe(client)
 
 
 def _run_pipeline(p: PipelineSpec, spec: Spec, dataset, topics: pd.DataFrame,

@@ -13,6 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from superb.errors import SpecError
@@ -99,20 +100,20 @@ def load_spec(path: str | Path) -> Spec:
 
 
 def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
-    _check_keys(raw, "", required={"name", "dataset", "pipelines"},
+    check_keys(raw, "", required={"name", "dataset", "pipelines"},
                 optional={"description", "queries", "evaluation", "llm", "output", "seed"})
-    name = _typed(raw, "name", str, "")
+    name = typed(raw, "name", str, "")
     if not _NAME_RE.match(name) or "/" in name:
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -), it names results/NAME")
-    dataset = _typed(raw, "dataset", dict, "")
+    dataset = typed(raw, "dataset", dict, "")
     queries = parse_queries(raw.get("queries", {}))
     evaluation = _parse_evaluation(raw.get("evaluation", {}))
-    llm = _typed(raw, "llm", dict, "") if "llm" in raw else None
+    llm = typed(raw, "llm", dict, "") if "llm" in raw else None
     pipelines = _parse_pipelines(raw["pipelines"])
     return Spec(
         name=name, source=source, raw=raw, dataset=dataset, queries=queries, evaluation=evaluation, llm=llm,
-        pipelines=pipelines, description=_typed(raw, "description", str, "", default=""),
-        output=_typed(raw, "output", str, "", default=None), seed=_typed(raw, "seed", int, "", default=0),
+        pipelines=pipelines, description=typed(raw, "description", str, "", default=""),
+        output=typed(raw, "output", str, "", default=None), seed=typed(raw, "seed", int, "", default=0),
         baselines={p.name: p.baseline for p in pipelines},
     )
 
@@ -122,44 +123,44 @@ def parse_queries(table: Any) -> QueriesSpec:
     path = "queries"
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")
-    _check_keys(table, path, optional={"split", "sample", "seed", "subset"})
-    split = _typed(table, "split", str, path, default="all")
+    check_keys(table, path, optional={"split", "sample", "seed", "subset"})
+    split = typed(table, "split", str, path, default="all")
     if split not in SPLITS:
         raise SpecError(f"{path}.split", f"{split!r} is not one of {', '.join(SPLITS)}")
-    sample = _typed(table, "sample", int, path, default=None)
+    sample = typed(table, "sample", int, path, default=None)
     if sample is not None and sample < 1:
         raise SpecError(f"{path}.sample", f"must be a positive number of queries, got {sample}")
-    subset = _typed(table, "subset", list, path, default=None)
+    subset = typed(table, "subset", list, path, default=None)
     if subset is not None:
         if not subset or not all(isinstance(s, str) and s for s in subset):
             raise SpecError(f"{path}.subset", "must be a non-empty list of qids or query texts (strings)")
         subset = tuple(subset)
-    return QueriesSpec(split=split, sample=sample, seed=_typed(table, "seed", int, path, default=0), subset=subset)
+    return QueriesSpec(split=split, sample=sample, seed=typed(table, "seed", int, path, default=0), subset=subset)
 
 
 def _parse_evaluation(table: Any) -> EvaluationSpec:
     path = "evaluation"
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")
-    _check_keys(table, path, optional={"measures", "rel", "test", "correction", "alpha", "condensed", "n_resamples"})
-    measures = _typed(table, "measures", list, path, default=list(DEFAULT_MEASURES))
+    check_keys(table, path, optional={"measures", "rel", "test", "correction", "alpha", "condensed", "n_resamples"})
+    measures = typed(table, "measures", list, path, default=list(DEFAULT_MEASURES))
     if not measures or not all(isinstance(m, str) for m in measures):
         raise SpecError(f"{path}.measures", "must be a non-empty list of ir_measures names, e.g. [\"nDCG@10\", \"P@5\"]")
-    test = _typed(table, "test", str, path, default="t")
+    test = typed(table, "test", str, path, default="t")
     if test not in TESTS:
         raise SpecError(f"{path}.test", f"{test!r} is not one of {', '.join(TESTS)}")
-    correction = _typed(table, "correction", str, path, default="holm")
+    correction = typed(table, "correction", str, path, default="holm")
     if correction not in CORRECTIONS:
         raise SpecError(f"{path}.correction", f"{correction!r} is not one of {', '.join(CORRECTIONS)}")
-    alpha = _typed(table, "alpha", (float, int), path, default=0.05)
+    alpha = typed(table, "alpha", (float, int), path, default=0.05)
     if not 0 < alpha < 1:
         raise SpecError(f"{path}.alpha", f"must be between 0 and 1, got {alpha}")
-    n_resamples = _typed(table, "n_resamples", int, path, default=10000)
+    n_resamples = typed(table, "n_resamples", int, path, default=10000)
     if n_resamples < 100:
         raise SpecError(f"{path}.n_resamples", f"must be at least 100, got {n_resamples}")
     return EvaluationSpec(
-        measures=tuple(measures), rel=_typed(table, "rel", int, path, default=None), test=test, correction=correction,
-        alpha=float(alpha), condensed=_typed(table, "condensed", bool, path, default=False), n_resamples=n_resamples,
+        measures=tuple(measures), rel=typed(table, "rel", int, path, default=None), test=test, correction=correction,
+        alpha=float(alpha), condensed=typed(table, "condensed", bool, path, default=False), n_resamples=n_resamples,
     )
 
 
@@ -171,8 +172,8 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
         path = f"pipelines[{i}]"
         if not isinstance(table, dict):
             raise SpecError(path, f"must be a table, got {type(table).__name__}")
-        _check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline"})
-        name = _typed(table, "name", str, path)
+        check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline"})
+        name = typed(table, "name", str, path)
         if not _NAME_RE.match(name):
             raise SpecError(f"{path}.name", f"{name!r}: use letters, digits, spaces and _ . + > @ ( ) = , - only")
         if name in seen:
@@ -181,8 +182,8 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
         if has_fs == has_input:
             raise SpecError(path, "give exactly one of 'first_stage' (a retrieval table) or 'input' (an earlier "
                                   "pipeline's name whose run this one reranks)")
-        first_stage = _typed(table, "first_stage", dict, path, default=None)
-        source = _typed(table, "input", str, path, default=None)
+        first_stage = typed(table, "first_stage", dict, path, default=None)
+        source = typed(table, "input", str, path, default=None)
         if source is not None and source not in seen:
             raise SpecError(f"{path}.input", f"{source!r} names no earlier pipeline; known: {sorted(seen) or 'none'}")
         rerank = table.get("rerank", [])
@@ -218,23 +219,37 @@ def _parse_baseline(table: dict, path: str, source: str | None) -> str | None:
     return value
 
 
-def _check_keys(table: dict, path: str, *, required: set[str] = frozenset(), optional: set[str] = frozenset()):
-    allowed = set(required) | set(optional)
+def check_keys(table: Any, path: str, *, required: Iterable[str] = (), optional: Iterable[str] = (),
+               what: str = "key") -> dict:
+    """THE unknown-key check of every spec table (experiment, judge, first stage, reranker, data set, [llm]).
+
+    ``table`` must be a table holding only ``required`` and ``optional`` keys and every ``required`` one; else a
+    SpecError at the key's path: ``pipelines[0].colour: unknown key; allowed keys: ['baseline', 'first_stage']``.
+    ``what`` names an unknown key in the message ("option for a pointwise judge"). Returns the table."""
+    if not isinstance(table, Mapping):
+        raise SpecError(path, f"expected a table, found {type(table).__name__} {table!r}")
+    allowed = sorted(set(required) | set(optional))
     for key in table:
         if key not in allowed:
-            where = f"{path}.{key}" if path else key
-            raise SpecError(where, f"unknown key; allowed here: {', '.join(sorted(allowed))}")
+            raise SpecError(_join(path, key), f"unknown {what}; allowed keys: {allowed}")
     for key in sorted(required):
         if key not in table:
-            where = f"{path}.{key}" if path else key
-            raise SpecError(where, "missing (required)")
+            raise SpecError(_join(path, key), "missing (required)")
+    return dict(table)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else str(key)
 
 
 _MISSING = object()
 
 
-def _typed(table: dict, key: str, kind: type | tuple[type, ...], path: str, default: Any = _MISSING) -> Any:
-    where = f"{path}.{key}" if path else key
+def typed(table: Mapping, key: str, kind: type | tuple[type, ...], path: str, default: Any = _MISSING,
+          minimum: int | float | None = None) -> Any:
+    """``table[key]`` checked against ``kind`` (and ``>= minimum``), or ``default`` when absent (no default: the key
+    is required). TOML booleans are not numbers. Errors name the key path and what was found."""
+    where = _join(path, key)
     if key not in table:
         if default is _MISSING:
             raise SpecError(where, "missing (required)")
@@ -245,6 +260,8 @@ def _typed(table: dict, key: str, kind: type | tuple[type, ...], path: str, defa
         raise SpecError(where, f"expected {_kind_name(kinds)}, got a boolean")
     if not isinstance(value, kinds):
         raise SpecError(where, f"expected {_kind_name(kinds)}, got {type(value).__name__} {value!r}")
+    if minimum is not None and value < minimum:
+        raise SpecError(where, f"expected {_kind_name(kinds)} >= {minimum}, got {value!r}")
     return value
 
 

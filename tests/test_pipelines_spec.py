@@ -74,7 +74,7 @@ PATH = "pipelines[2].first_stage"
         ({"fields": ["title", "colour"]}, "fields", "unknown field(s) ['colour']"),
         ({"fields": []}, "fields", "non-empty list"),
         ({"fields": ["title", "title"]}, "fields", "repeat"),
-        ({"engine": "pisa", "topk": 10}, "topk", "allowed keys are"),
+        ({"engine": "pisa", "topk": 10}, "topk", "allowed keys:"),
     ],
 )
 def test_spec_errors_name_the_key(table, key, fragment):

@@ -47,7 +47,7 @@ def test_baseline_false_disables_comparison():
 
 
 @pytest.mark.parametrize("mutate, path, words", [
-    (lambda r: r.update(colour="red"), "colour", "allowed here"),
+    (lambda r: r.update(colour="red"), "colour", "unknown key; allowed keys: ['dataset',"),
     (lambda r: r.pop("dataset"), "dataset", "missing"),
     (lambda r: r.update(evaluation={"test": "z"}), "evaluation.test", "'z' is not one of t, wilcoxon, randomization"),
     (lambda r: r.update(evaluation={"alpha": 5}), "evaluation.alpha", "between 0 and 1"),

@@ -16,16 +16,14 @@ prior order); product text (``ProductText``, or else a ``text`` column of the in
 empty frame (right columns, no calls); reranking only the top ``top_k`` of each query (the rest stays below, in its
 prior order); output docnos == input docnos per query; the rank-derived output ``score`` (n - position, so it agrees
 with ``rank``) and the raw reranker score in ``llm_score`` (NaN below top_k); ranks via ``pt.model.add_ranks``;
-per-query concurrency (one coroutine per query, run together with ``llm.gather_sync``) with a tqdm progress bar on
-stderr (desc = the reranker's tag, unit "query", ETA) from two queries up; ``SUPERB_PROGRESS=0`` turns it off. The bar
-is shown whether or not stderr is a terminal (like the client's ``complete_many`` bar), so long runs logged to a file
-show their ETA too.
+per-query concurrency (one coroutine per query, run together by ``superb.llm.runner.run_all``) with a tqdm progress
+bar on stderr (labelled with ``label``, which the experiment runner sets to the pipeline's name, else the tag; unit
+"query", ETA) from two queries up; ``SUPERB_PROGRESS=0`` turns it off. The bar is shown whether or not stderr is a
+terminal (like the client's ``complete_many`` bar), so long runs logged to a file show their ETA too.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -46,7 +44,6 @@ except ImportError:  # pragma: no cover - python-terrier is in the core dependen
     _TransformerBase = object
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
-PROGRESS_MIN_QUERIES = 2  # a per-query progress bar from this many queries (unless SUPERB_PROGRESS=0)
 
 
 @dataclass(frozen=True)
@@ -85,6 +82,8 @@ class LLMReranker(_TransformerBase):
         self.text = text
         self.top_k = None if top_k is None else int(top_k)
         self.tag = tag or self.type_name
+        self.label: str | None = None  # the progress bar's label; the experiment runner sets the pipeline's name
+        self.progress = True  # False: no progress bar (run_experiment(progress=False))
         self.stats: Counter = Counter()
 
     def __repr__(self) -> str:
@@ -111,30 +110,21 @@ class LLMReranker(_TransformerBase):
         return comp
 
     def run_all(self, coros: list) -> list:
-        """Run one coroutine per query concurrently (the client's ``gather_sync``, else a private event loop); a
-        progress bar advances as each query completes (see the module docstring for when it is shown).
+        """Run one coroutine per query concurrently (superb.llm.runner.run_all); a progress bar advances as each
+        query completes (see the module docstring for when it is shown).
 
         Batch export (superb/llm/batch.py): a query whose coroutine raises ``PendingRequest`` (its next answer is
         not cached yet) gives None, counted in ``stats["pending_queries"]``, and the other queries go on."""
-        bar = self.progress_bar(len(coros))
-        coros = [_advancing(_pending_as_none(c, self.stats), bar) for c in coros]
-        try:
-            if self.llm is not None and hasattr(self.llm, "gather_sync"):
-                return self.llm.gather_sync(coros)
+        from superb.llm.runner import run_all
 
-            async def _all():
-                return await asyncio.gather(*coros)
-
-            return asyncio.run(_all())
-        finally:
-            bar.close()
+        coros = [_pending_as_none(c, self.stats) for c in coros]
+        return run_all(self.llm, coros, bar=self.progress_bar(len(coros)))
 
     def progress_bar(self, total: int):
-        """The per-query tqdm bar (stderr; disabled below PROGRESS_MIN_QUERIES queries or when SUPERB_PROGRESS=0)."""
-        from tqdm.auto import tqdm
+        """The per-query tqdm bar: labelled with ``label`` (the runner sets the pipeline's name), else the tag."""
+        from superb.llm.runner import progress_bar
 
-        off = os.environ.get("SUPERB_PROGRESS", "").strip().lower() in {"0", "false", "off", "no"}
-        return tqdm(total=total, desc=self.tag, unit="query", disable=off or total < PROGRESS_MIN_QUERIES)
+        return progress_bar(total, self.label or self.tag, show=self.progress)
 
     # ---- the PyTerrier side -------------------------------------------------------------------------------------
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -235,13 +225,6 @@ async def _pending_as_none(coro, stats: Counter):
         return None
 
 
-async def _advancing(coro, bar):
-    """Await ``coro``, then advance ``bar`` by one (a failed query does not advance it)."""
-    result = await coro
-    bar.update(1)
-    return result
-
-
 # ---- strict option reading for from_spec -----------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -254,13 +237,11 @@ class Opt:
 
 def read_options(options: Mapping[str, Any], path: str, schema: Mapping[str, Opt]) -> dict[str, Any]:
     """Check ``options`` (a reranker's spec table) against ``schema``; unknown keys raise SpecError listing the allowed."""
-    if not isinstance(options, Mapping):
-        raise SpecError(path, f"expected a table of options, got {type(options).__name__}")
-    allowed = sorted(["type", *schema])
+    from superb.spec import check_keys
+
+    what = f"option for type {options.get('type')!r}" if isinstance(options, Mapping) else "option"
+    check_keys(options, path, optional=["type", *schema], what=what)
     out = {}
-    for key in options:
-        if key != "type" and key not in schema:
-            raise SpecError(f"{path}.{key}", f"unknown option {key!r} for type {options.get('type')!r}; allowed keys: {allowed}")
     for key, opt in schema.items():
         out[key] = opt.parse(options[key], f"{path}.{key}") if key in options else opt.default
     return out

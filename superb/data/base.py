@@ -216,10 +216,9 @@ def sorted_query_ids(queries: Iterable[str], prefix: str = "q") -> dict[str, str
 
 def check_options(config: Mapping[str, Any], allowed: Iterable[str], path: str) -> None:
     """Reject unknown keys of a loader's config table, naming the key path and the allowed keys."""
-    allowed = sorted(set(allowed))
-    for key in config:
-        if key not in allowed:
-            raise SpecError(f"{path}.{key}", f"unknown option for data set {config.get('name')!r}; allowed keys: {allowed}")
+    from superb.spec import check_keys
+
+    check_keys(config, path, optional=allowed, what=f"option for data set {config.get('name')!r}")
 
 
 def require_file(value: Any, path: str, key: str, how: str) -> Path:

@@ -29,9 +29,11 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
+from superb.spec import check_keys
 from superb.judges.parse import grade_distribution, parse_grade, parse_listwise
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
+from superb.llm.runner import run_all  # noqa: F401  (benchmark and pairwise_study import it from here)
 from superb.llm.types import ChatRequest, Completion
 
 
@@ -42,17 +44,6 @@ def load_template(name_or_template: Any):
     from superb.llm.prompts import load_template as _load
 
     return _load(name_or_template)
-
-
-def run_all(llm: Any, coros: list) -> list:
-    """Run coroutines concurrently from sync code: the client's own loop (``gather_sync``) when it has one."""
-    if hasattr(llm, "gather_sync"):
-        return llm.gather_sync(coros)
-
-    async def _all():
-        return await asyncio.gather(*coros)
-
-    return asyncio.run(_all())
 
 
 class Judge:
@@ -315,10 +306,7 @@ def build_judge(options: dict, *, llm: Any, dataset: Any, path: str = "judge") -
     kind = options.get("type")
     if kind not in JUDGES:
         raise SpecError(f"{path}.type", f"unknown judge type {kind!r}; choose one of {sorted(JUDGES)}")
-    allowed = _COMMON + _EXTRA[kind]
-    for key in options:
-        if key not in allowed:
-            raise SpecError(f"{path}.{key}", f"unknown option for a {kind} judge; allowed keys: {sorted(allowed)}")
+    check_keys(options, path, optional=_COMMON + _EXTRA[kind], what=f"option for a {kind} judge")
     kw = {k: v for k, v in options.items() if k != "type"}
     fields = kw.get("fields", ["title"])
     if isinstance(fields, str) or not isinstance(fields, (list, tuple)) or not fields \

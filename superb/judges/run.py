@@ -29,12 +29,14 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError, SpecError
+from superb.experiment import select_topics
 from superb.judges.agreement import per_label
 from superb.judges.judge import build_judge
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
 from superb.judges.report import (agreement_frame, aligned, ceiling_rows, confusion_heatmap, format_markdown,
                                   judge_rows)
 from superb.judges.spec import JudgeSpec
+from superb.llm.connect import open_for_spec
 
 
 def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +69,6 @@ def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataF
 def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> dict:
     """Run ``spec`` and write its results folder; ``llm`` overrides the spec's [llm] (tests, notebooks)."""
     from superb.data import load_dataset
-    from superb.data.splits import select_queries
 
     t0 = time.perf_counter()
     dataset = load_dataset(spec.dataset, path="dataset")
@@ -77,8 +78,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     if not spec.variants and not spec.pairwise and ratings is None:
         raise SpecError("judge", f"no [judge] table and data set {dataset.name!r} has no individual ratings: "
                                  "nothing to compute; add a [judge] table")
-    q = spec.queries
-    topics = select_queries(dataset.topics(), split=q.split, sample=q.sample, seed=q.seed, subset=q.subset)
+    topics = select_topics(dataset, spec.queries)
     pool = select_pool(spec, dataset, topics)
     if pool.empty:
         raise DataError("the pool is empty: the selected queries have no pairs to judge; check [queries] and [pool]")
@@ -100,7 +100,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     with ExitStack() as stack:
         llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
         if llm is None and (spec.variants or spec.pairwise):
-            llm, llm_info = _open_llm(spec, stack)
+            llm, llm_info = open_for_spec(spec.llm, stack)
         for name, options in spec.variants:
             judge = build_judge(options, llm=llm, dataset=dataset, path=f"judge[{name}]")
             _check_scale(judge.labels, dataset.labels, spec.label_map)
@@ -152,16 +152,15 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
 
 def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, llm: Any = None) -> dict:
     """[benchmark]: build_benchmark on the selected queries, with the spec and timings added to provenance.json."""
-    from superb.data.splits import select_queries
     from superb.judges.benchmark import build_benchmark
 
     t0 = time.perf_counter()
-    b, q = spec.benchmark, spec.queries
-    topics = select_queries(dataset.topics(), split=q.split, sample=q.sample, seed=q.seed, subset=q.subset)
+    b = spec.benchmark
+    topics = select_topics(dataset, spec.queries)
     with ExitStack() as stack:
         llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
         if llm is None:
-            llm, llm_info = _open_llm(spec, stack)
+            llm, llm_info = open_for_spec(spec.llm, stack)
         result = build_benchmark(dataset, llm, out_dir, topics=topics, depth=b.depth, engine=b.engine, model=b.model,
                                  pool_query=b.pool_query, judge_options=b.judge, dataset_config=spec.dataset,
                                  rel_threshold=b.rel_threshold, docs=b.docs)
@@ -213,14 +212,6 @@ def _check_scale(judge_labels, human_labels, label_map) -> None:
         raise SpecError("agreement.label_map", f"judge labels {list(judge_labels)} map to {sorted(mapped)}, but the "
                                                f"human scale is {list(human_labels)} ({outside} outside it); map "
                                                "them, e.g. label_map = {{ \"3\" = 2 }}")
-
-
-def _open_llm(spec: JudgeSpec, stack: ExitStack):
-    from superb.llm.config import LLMConfig
-    from superb.llm.connect import describe, open_llm
-
-    client = stack.enter_context(open_llm(LLMConfig.from_spec(spec.llm or {}, path="llm")))
-    return client, describe(client)
 
 
 def _spec_dict(spec: JudgeSpec) -> dict:

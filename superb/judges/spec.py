@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from superb.errors import SpecError
+from superb.spec import check_keys, parse_queries, read_toml, typed
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -138,49 +139,27 @@ class JudgeSpec:
 
 
 def _keys(table: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
-    if not isinstance(table, dict):
-        raise SpecError(path, f"expected a table, found {type(table).__name__}")
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        where = f"{path}.{unknown[0]}" if path else unknown[0]
-        raise SpecError(where, f"unknown key(s) {unknown}; allowed keys: {sorted(allowed)}")
-    missing = sorted(required - set(table))
-    if missing:
-        raise SpecError(f"{path}.{missing[0]}" if path else missing[0], "required key is missing")
-    return table
+    return check_keys(table, path, required=required, optional=allowed)
 
 
 def _int(table: dict, key: str, path: str, default: Any, minimum: int | None = None) -> Any:
-    if key not in table:
-        return default
-    value = table[key]
-    if not isinstance(value, int) or isinstance(value, bool) or (minimum is not None and value < minimum):
-        bound = f" >= {minimum}" if minimum is not None else ""
-        raise SpecError(f"{path}.{key}", f"expected an integer{bound}, found {value!r}")
-    return value
+    return typed(table, key, int, path, default=default, minimum=minimum)
 
 
 def load_judge_spec(path: str | Path) -> JudgeSpec:
-    from superb.spec import read_toml
-
     raw = read_toml(path, what="judge spec", hint="see experiments/judges_chorus.toml")
     return parse_judge_spec(raw, source=Path(path))
 
 
 def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSpec:
-    from superb.spec import parse_queries  # the experiment spec's [queries] rules, shared
-
     _keys(raw, "", _TOP, required={"name", "dataset"})
     name = raw["name"]
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -); it names results/NAME")
     for key in ("description", "output"):
-        if key in raw and not isinstance(raw[key], str):
-            raise SpecError(key, f"expected a string, found {raw[key]!r}")
-    if not isinstance(raw["dataset"], dict):
-        raise SpecError("dataset", f"expected a table, found {type(raw['dataset']).__name__}")
-    if "llm" in raw and not isinstance(raw["llm"], dict):
-        raise SpecError("llm", f"expected a table, found {type(raw['llm']).__name__}")
+        typed(raw, key, str, "", default=None)
+    typed(raw, "dataset", dict, "")
+    typed(raw, "llm", dict, "", default=None)
     if "benchmark" in raw:
         beside = sorted({"judge", "pool", "pairwise_study", "label_study", "agreement"} & set(raw))
         if beside:

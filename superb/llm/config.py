@@ -47,11 +47,9 @@ class LLMConfig:
     @classmethod
     def from_spec(cls, table: dict[str, Any] | None, path: str = "llm") -> "LLMConfig":
         """Build from a spec's ``[llm]`` table; unknown keys and bad values raise SpecError naming ``path.key``."""
-        table = dict(table or {})
-        allowed = cls.allowed_keys()
-        unknown = sorted(set(table) - set(allowed))
-        if unknown:
-            raise SpecError(f"{path}.{unknown[0]}", f"unknown key(s) {unknown}; allowed keys: {', '.join(allowed)}")
+        from superb.spec import check_keys
+
+        table = check_keys(table or {}, path, optional=cls.allowed_keys())
         if "base_urls" in table:
             urls = table["base_urls"]
             if isinstance(urls, str):

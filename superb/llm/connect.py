@@ -117,3 +117,25 @@ def describe(client: Any) -> dict[str, Any]:
         info = {}
     info.setdefault("model", getattr(client, "model", None))
     return info
+
+
+def open_for_spec(table: dict[str, Any] | None, stack: ExitStack, *, dry_run: bool = False,
+                  path: str = "llm") -> tuple[Any, dict[str, Any]]:
+    """THE way `superb run` and `superb judge` open the LLM of a spec's ``[llm]`` table: (client, what the results
+    record about it), entered on ``stack``.
+
+    ``dry_run``: a DryRunClient that consults the response cache (opened read-only, never written; absent, off or
+    refresh: no cache) and counts only the requests the cache cannot serve: those a real run would send."""
+    config = LLMConfig.from_spec(table or {}, path=path)
+    if not dry_run:
+        client = stack.enter_context(open_llm(config))
+        return client, describe(client)
+    from superb.llm.dryrun import DryRunClient
+
+    cache = None
+    cache_file = Path(config.cache_path or paths.llm_cache_path())
+    if config.cache in ("normal", "read-only") and cache_file.is_file():
+        cache = stack.enter_context(ResponseCache(cache_file, "read-only"))
+    client = stack.enter_context(DryRunClient(config, cache=cache))
+    return client, {"model": client.model, "endpoint": "dry-run",
+                    "cache": None if cache is None else {"path": str(cache.path), "mode": "read-only (dry run)"}}

@@ -106,3 +106,43 @@ async def gather_cancelling(coros: Iterable[Awaitable[T]]) -> list[T]:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+PROGRESS_MIN = 2  # a progress bar from this many items (unless SUPERB_PROGRESS=0)
+
+
+def progress_bar(total: int, desc: str, *, unit: str = "query", show: bool = True):
+    """A tqdm bar on stderr with ETA; off below PROGRESS_MIN items, when ``show`` is False or SUPERB_PROGRESS=0.
+    Shown whether or not stderr is a terminal, so long runs logged to a file show their ETA too."""
+    import os
+
+    from tqdm.auto import tqdm
+
+    off = os.environ.get("SUPERB_PROGRESS", "").strip().lower() in {"0", "false", "off", "no"}
+    return tqdm(total=total, desc=desc, unit=unit, disable=off or not show or total < PROGRESS_MIN)
+
+
+def run_all(llm: Any, coros: list, *, bar: Any = None) -> list:
+    """THE way synchronous code (a reranker, a judge) runs its per-query coroutines: concurrently, on the client's
+    own loop (``llm.gather_sync``) when it has one, else on a private ``asyncio.run``; results in order, the first
+    exception cancels the rest. ``bar`` (e.g. :func:`progress_bar`) advances once per completed coroutine (a failed
+    one does not advance it) and is closed at the end, also on failure."""
+    if bar is not None:
+        coros = [_advancing(c, bar) for c in coros]
+    try:
+        if llm is not None and hasattr(llm, "gather_sync"):
+            return llm.gather_sync(coros)
+
+        async def _all():
+            return await gather_cancelling(coros)
+
+        return asyncio.run(_all())
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+async def _advancing(coro: Awaitable[T], bar: Any) -> T:
+    result = await coro
+    bar.update(1)
+    return result
