@@ -81,8 +81,10 @@ def test_check_twice_table_equals_hand_computed(wands):
     with FakeServer(responder=responder) as srv:
         llm = LLMClient(LLMConfig(model="fake-model", base_urls=(srv.base_url,)), cache=None, usage=Usage())
         table, decisions = pairwise_study(wands, llm, PAIRS)
-        calls = srv.requests
-    assert calls == 5 * 2 * 5 * 2  # field sets x choices x pairs x orders
+        calls, coalesced = srv.requests, llm.usage.total().coalesced
+    # field sets x choices x pairs x orders; pairs 2 and 4 are one pair swapped (and some field sets render two
+    # products alike), so some prompts repeat: one asked while its twin is in flight is coalesced, not sent
+    assert calls + coalesced == 5 * 2 * 5 * 2 and coalesced > 0
     t = table.set_index(["fields", "choice", "orders"])
 
     def row(*key):

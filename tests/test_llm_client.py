@@ -259,3 +259,32 @@ def test_a_coroutine_raising_timeouterror_is_not_mistaken_for_a_wait_slice():
         with pytest.raises(TimeoutError, match="from the coroutine"):
             client.run(times_out())
         assert time.perf_counter() - start < 2
+
+
+def test_identical_requests_in_flight_are_sent_once_and_share_the_answer(tmp_path):
+    """A server that answers every call differently: concurrent duplicates still get ONE answer (coalesced, counted),
+    and a re-run served from the cache gives each of them that same answer, so ties order as in the live run."""
+    counter = iter(range(1000))
+    with FakeServer(responder=lambda r: Reply(f"answer {next(counter)}"), latency=0.2) as srv:
+        with ResponseCache(tmp_path / "c.sqlite") as cache, make(srv, concurrency=8, cache=cache) as client:
+            live = client.complete_many([req("same", tag="t")] * 5 + [req("other", tag="t")])
+            assert srv.requests == 2  # "same" once, "other" once
+            row = client.usage.row("t")
+            assert (row.calls, row.coalesced, row.cache_hits) == (2, 4, 0)
+            assert row.saved_prompt_tokens == 4 * live[0].prompt_tokens  # what the 4 coalesced would have cost
+        assert len({c.text for c in live[:5]}) == 1 and live[5].text != live[0].text
+        with ResponseCache(tmp_path / "c.sqlite") as cache, make(srv, cache=cache) as client:
+            again = client.complete_many([req("same")] * 5 + [req("other")])
+            assert srv.requests == 2 and client.usage.total().cache_hits == 6
+    assert [c.text for c in again] == [c.text for c in live]
+
+
+def test_a_failure_in_flight_reaches_every_coalesced_caller():
+    with FakeServer(faults=[Fault.error(500)], latency=0.1) as srv:
+        with make(srv, max_retries=0, concurrency=4) as client:
+            out = client.complete_many([req("x")] * 3)
+            assert srv.requests == 1 and all(c.failed for c in out)  # record: one counted failure, shared
+        with make(srv, max_retries=0, concurrency=4, on_failure="fail") as client:
+            srv.faults.append(Fault.error(500))
+            with pytest.raises(LLMError, match="500"):
+                client.complete_many([req("y")] * 3)

@@ -82,13 +82,14 @@ def test_yesno_variant_uses_p_yes_with_product_template():
 
 
 def test_text_fallbacks_and_failed_calls_are_counted():
-    replies = {"a": Reply("2"), "b": Reply("Grade 3, clearly"), "c": Reply("I am not sure")}
+    replies = {"a": Reply("2"), "b": Reply("Grade 3, clearly"), "c": Reply("I am not sure"), "d": Reply("2")}
     with FakeServer(responder=lambda r: replies[product_of(r)],
                     faults=[None, None, None, Fault.error(500)]) as srv, client(srv, max_retries=0) as llm:
         rr = PointwiseReranker(llm, variant="best", top_k=10)
         # four products: the 4th request fails (the first three arrive first: top_k=10 but one query, concurrent;
-        # the fault hits whichever arrives 4th, so use distinct texts and check counts, not which one failed)
-        out = rr(frame("q", "x", ["a", "b", "c", "a"]))
+        # the fault hits whichever arrives 4th, so use distinct texts -- identical prompts in flight at once would
+        # be coalesced into one request -- and check counts, not which one failed)
+        out = rr(frame("q", "x", ["a", "b", "c", "d"]))
     assert sorted(out.docno) == ["q-d0", "q-d1", "q-d2", "q-d3"]
     assert rr.stats["failures"] == 1 and rr.stats["fallback_failed_call"] == 1
     assert rr.stats["fallback_parsed_label"] + rr.stats["fallback_unparsed"] == 3

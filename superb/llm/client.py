@@ -2,8 +2,9 @@
 
 Bounded concurrency (``concurrency`` requests in flight per endpoint), retries with exponential backoff and jitter
 on 429/5xx/connection errors/timeouts (honouring Retry-After; the openai package's own retries are off so ours
-are the only ones and are counted), a persistent response cache, usage accounting per tag, and a failure policy:
-``on_failure="fail"`` raises LLMError, ``"record"`` returns ``Completion.failure(...)`` and counts it.
+are the only ones and are counted), a persistent response cache, coalescing (identical requests in flight at once
+are sent once; the others wait for that answer and are counted as ``coalesced``), usage accounting per tag, and a
+failure policy: ``on_failure="fail"`` raises LLMError, ``"record"`` returns ``Completion.failure(...)`` and counts it.
 
 Async and sync callers both work: ``await client.acomplete(req)`` from any loop, ``client.complete_many(reqs)``
 and ``client.gather_sync(coros)`` from synchronous code (a pt.Transformer), also inside Jupyter. All network work
@@ -22,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Coroutine, Iterable, Sequence, TypeVar
 
 from superb.errors import LLMError
-from superb.llm.cache import ResponseCache
+from superb.llm.cache import ResponseCache, cache_key
 from superb.llm.config import LLMConfig
 from superb.llm.runner import LoopThread, gather_cancelling
 from superb.llm.types import ChatRequest, Completion, TokenLogprob
@@ -45,6 +46,7 @@ class _ClientBase:
 
     def __init__(self) -> None:
         self._runner = LoopThread()
+        self._in_flight: dict[str, asyncio.Future] = {}  # cache key -> the answer being fetched (private loop only)
 
     async def acomplete(self, request: ChatRequest) -> Completion:
         """One completion (or a counted failure under on_failure="record"). Awaitable from any event loop."""
@@ -106,6 +108,36 @@ class _ClientBase:
         return hit
 
     async def _complete(self, request: ChatRequest) -> Completion:
+        """The cache, then coalescing: a request identical (same cache key) to one in flight is not sent again; it
+        waits for that answer and is counted as coalesced. So concurrent duplicates get ONE answer, as a re-run
+        served from the cache gives them, and a cached re-run orders ties exactly as the live run did."""
+        hit = self._cached(request)
+        if hit is not None:
+            return hit
+        key = cache_key(self.model, request)
+        pending = self._in_flight.get(key)
+        if pending is not None:
+            completion = await asyncio.shield(pending)
+            self.usage.record(request.tag, self.model, coalesced=1, saved_prompt_tokens=completion.prompt_tokens,
+                              saved_completion_tokens=completion.completion_tokens)
+            return completion
+        pending = self._in_flight[key] = asyncio.get_running_loop().create_future()
+        try:
+            completion = await self._fetch(request)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                pending.cancel()
+            else:
+                pending.set_exception(exc)
+                pending.exception()  # retrieved: no "never retrieved" warning when nobody waited
+            raise
+        finally:
+            del self._in_flight[key]
+        pending.set_result(completion)
+        return completion
+
+    async def _fetch(self, request: ChatRequest) -> Completion:
+        """Answer a request the cache could not serve (subclasses: call the model, or count the call)."""
         raise NotImplementedError
 
     async def _aclose(self) -> None:
@@ -198,10 +230,7 @@ class LLMClient(_ClientBase):
                 ep.api = ep.sem = None
 
     # --- one request ---------------------------------------------------------------------------------------------------
-    async def _complete(self, request: ChatRequest) -> Completion:
-        hit = self._cached(request)
-        if hit is not None:
-            return hit
+    async def _fetch(self, request: ChatRequest) -> Completion:
         completion = await self._call(request)
         if self.cache is not None:
             self.cache.put(self.model, request, completion)

@@ -4,7 +4,8 @@ their prompt tokens, so a spec can be costed before it is run.
 Each request it does not find in the cache is counted in Usage (calls, dry_run, prompt_tokens estimated,
 completion_tokens = max_tokens as an upper bound) and answered with a placeholder ``Completion`` that has
 failed=True and error="dry-run": callers take their counted fallback path, as for any failed call. Cached
-requests are served from the cache as usual (they would cost nothing).
+requests are served from the cache as usual (they would cost nothing), and a request identical to one in flight is
+coalesced as the real client does (superb.llm.client), so the count is what the real run would send.
 
 Prompt tokens: the server's /tokenize when ``tokenize_url`` is given (e.g. http://127.0.0.1:PORT, llama.cpp),
 else characters / 4; plus 4 tokens per message for the chat template.
@@ -47,13 +48,13 @@ class DryRunClient(_ClientBase):
     def __repr__(self) -> str:
         return f"DryRunClient(model={self.model!r}, usage={self.usage})"
 
-    async def _complete(self, request: ChatRequest) -> Completion:
+    def _cached(self, request: ChatRequest) -> Completion | None:
         try:
-            hit = self._cached(request)
+            return super()._cached(request)
         except LLMError:  # a read-only cache miss: in a dry run, that is just a call the real run would make
-            hit = None
-        if hit is not None:
-            return hit
+            return None
+
+    async def _fetch(self, request: ChatRequest) -> Completion:
         tokens = await self.count_prompt_tokens(request)
         self.usage.record(request.tag, self.model, calls=1, dry_run=1, prompt_tokens=tokens,
                           completion_tokens=request.max_tokens)

@@ -3,6 +3,7 @@
 Counted per (tag, model):
   calls               requests that went to the model (a request retried 3 times is 1 call and 3 retries)
   cache_hits          requests answered from superb's response cache: no call made
+  coalesced           requests identical (same cache key) to one already in flight: they waited for its answer
   failures            calls that failed after their retries (on_failure="record" turns them into fallbacks)
   retries             extra attempts after a 429, 5xx, connection error or timeout
   prompt_tokens, completion_tokens   as the server reported them
@@ -23,6 +24,7 @@ from typing import Any, Mapping
 class UsageRow:
     calls: int = 0
     cache_hits: int = 0
+    coalesced: int = 0
     failures: int = 0
     retries: int = 0
     prompt_tokens: int = 0
@@ -72,10 +74,6 @@ class Usage:
         """All counters summed over tags and models, as a plain dict."""
         return asdict(self.total())
 
-    def tags(self) -> list[str]:
-        with self._lock:
-            return sorted({t for t, _ in self._rows})
-
     def estimated_cost(self, prices: Mapping[str, Mapping[str, float]], tag: str | None = None) -> float:
         """Dollars for the tokens actually sent, with prices per 1M tokens by model. Unpriced models (e.g. the
         embedded one) cost 0: see unpriced_models()."""
@@ -118,11 +116,3 @@ class Usage:
         t = self.total()
         return (f"Usage(calls={t.calls}, cache_hits={t.cache_hits}, failures={t.failures}, retries={t.retries}, "
                 f"prompt_tokens={t.prompt_tokens}, completion_tokens={t.completion_tokens})")
-
-
-def __getattr__(name: str):  # DryRunClient lives in dryrun.py (it needs the client base); importable from here too
-    if name == "DryRunClient":
-        from superb.llm.dryrun import DryRunClient
-
-        return DryRunClient
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
