@@ -1,9 +1,12 @@
 """The first-stage transformer: (qid, query) -> (qid, query, docno, score, rank), engine-independent.
 
 It owns what both engines share: input validation, query sanitising (:func:`sanitise_query`), empty queries
-(counted, no results), the depth cut-off, deterministic ranks, and keeping the original query text. The engine
-(:mod:`superb.pipelines.terrier` or :mod:`superb.pipelines.pisa`) only maps clean queries to (qid, docno, score).
-The index is opened or built on the first non-empty input, or explicitly with :meth:`FirstStage.prepare`.
+(counted, no results), the depth cut-off, keeping the original query text, and the tie rule
+(:mod:`superb.pipelines.ties`): documents ordered and ranked by score descending then docno descending, as
+trec_eval orders them, so what a top-k reranker sees is fixed (scores stay the engine's; run files separate tied
+scores in rank order). Among documents tied exactly at the depth cut-off, the engine's own choice of which ones it
+returned stands. The engine (:mod:`superb.pipelines.terrier` or :mod:`superb.pipelines.pisa`) only maps
+clean queries to (qid, docno, score). The index is opened or built on the first non-empty input, or explicitly with :meth:`FirstStage.prepare`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import pyterrier as pt
 from superb.pipelines.index_cache import CachedIndex
 from superb.pipelines.options import FirstStageOptions
 from superb.pipelines.query_text import sanitise_query
+from superb.pipelines.ties import trec_order
 
 _RESULT_COLUMNS = ("docno", "score", "rank")
 
@@ -106,12 +110,12 @@ class FirstStage(pt.Transformer):
         self._stats["no_results"] += int((~clean["qid"].isin(found["qid"])).sum())
         order = pd.DataFrame({"qid": queries["qid"].astype(str), "_order": range(len(queries))})
         found = found.assign(qid=found["qid"].astype(str), score=found["score"].astype("float64"))
-        found = found.merge(order, on="qid")
-        found = found.sort_values(["_order", "score", "docno"], ascending=[True, False, True], kind="mergesort")
+        found = found.merge(order, on="qid").sort_values("_order", kind="mergesort")
+        found = trec_order(found)  # ties broken once, here, as trec_eval breaks them; ranks follow this order
         found = found.groupby("_order", sort=False).head(self.options.depth)
         result = queries.assign(_order=range(len(queries))).merge(found.drop(columns=["qid"]), on="_order")
         result = result.drop(columns=["_order"]).reset_index(drop=True)
-        result = pt.model.add_ranks(result)
+        result = pt.model.add_ranks(result)  # ties ranked in row order (method="first"): trec_order's
         return result[columns]
 
     def expanded_queries(self, inp: pd.DataFrame) -> pd.DataFrame:

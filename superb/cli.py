@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("spec", type=Path, help="a TOML spec, e.g. experiments/chorus_first_stage.toml")
     run.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME from the spec)")
     run.add_argument("--dry-run", action="store_true",
-                     help="count the LLM calls and prompt tokens the spec would need, without calling any model")
+                     help="count the LLM calls (and their prompt tokens) the response cache cannot serve, without "
+                          "calling any model or writing results")
     run.set_defaults(func=_cmd_run)
 
     show = sub.add_parser("show", help="print the table of a results folder")
@@ -77,7 +78,12 @@ def _cmd_run(args) -> int:
     if args.dry_run:
         from superb.results import usage_frame
 
-        print(usage_frame(result)[["system", "calls", "prompt_tokens"]].to_string(index=False))
+        usage = usage_frame(result)
+        print(usage[["system", "calls", "cache_hits", "prompt_tokens"]].to_string(index=False))
+        cache = (result.llm_info or {}).get("cache")
+        where = f"the response cache {cache['path']}" if cache else "no response cache (absent, off or refresh)"
+        print(f"dry run: {int(usage['calls'].sum())} calls the real run would make (prompt tokens estimated), "
+              f"{int(usage['cache_hits'].sum())} requests served by {where}; nothing was called or written")
         return 0
     write_results(result, out)
     print((out / "table.md").read_text(encoding="utf-8"))

@@ -1,8 +1,9 @@
-"""Runs a spec: first stages, rerankers on their inputs, evaluation, significance, and the results folder.
+"""Runs a spec: every pipeline a PyTerrier ``>>`` composition (superb.systems), run once each in spec order.
 
-Each pipeline is run once; a pipeline with ``input = "X"`` reranks X's run rather than retrieving again, so a table of
-several rerankers over one first stage pays for that first stage once. LLM calls go through the shared response cache,
-so an interrupted experiment, run again, repeats no completed call.
+A pipeline with ``input = "X"`` is ``X >> its rerankers``, and X's own pipeline is computed once (a shared prefix),
+so a table of several rerankers over one first stage pays for that first stage once. LLM calls go through the shared
+response cache, so an interrupted experiment, run again, repeats no completed call. Evaluation and the results
+folder are superb.results' (pt.Experiment underneath).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import logging
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -62,8 +62,11 @@ def select_topics(dataset, queries: QueriesSpec) -> pd.DataFrame:
 
 
 def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, llm: Any = None) -> ExperimentResult:
-    """Run every pipeline of ``spec``. ``llm``: a client to use instead of opening the spec's [llm] (e.g. the
-    collecting client of a batch export, superb/batch/); the caller closes it."""
+    """Build every system of ``spec`` as a ``>>`` pipeline (superb.systems), then run them in spec order, each
+    shared prefix once; ``progress=False`` turns the rerankers' progress bars off. ``dry_run``: the LLM is a
+    DryRunClient that counts the calls the response cache cannot serve (see superb.llm.connect.open_for_spec).
+    ``llm``: a client to use instead of opening the spec's [llm] (e.g. the collecting client of a batch export,
+    superb/batch/); the caller closes it."""
     from superb.data import load_dataset
 
     t0 = time.perf_counter()
@@ -74,7 +77,6 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
     qrels = qrels[qrels["qid"].isin(set(topics["qid"]))].reset_index(drop=True)
     timings["load_data_s"] = time.perf_counter() - t0
 
-    results: dict[str, PipelineResult] = {}
     llm_info = responses = None
     with ExitStack() as stack:
         if not spec.uses_llm:
@@ -87,9 +89,7 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
             from superb.llm.connect import open_for_spec
 
             llm, llm_info = open_for_spec(spec.llm, stack, dry_run=dry_run)
-        for p in spec.pipelines:
-            results[p.name] = _run_pipeline(p, spec, dataset, topics, results, llm)
-            log.info("pipeline %s: %d rows in %.1f s", p.name, len(results[p.name].run), results[p.name].seconds)
+        results = run_systems(spec.pipelines, dataset, topics, llm=llm, seed=spec.seed, progress=progress)
         if llm is not None and llm_info is not None:
             llm_info["usage_total"] = _usage_dict(llm)
         if llm is not None and not dry_run:
@@ -102,44 +102,36 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
                             responses=responses)
 
 
-def _run_pipeline(p: PipelineSpec, spec: Spec, dataset, topics: pd.DataFrame,
-                  done: dict[str, PipelineResult], llm) -> PipelineResult:
-    t0 = time.perf_counter()
-    before = _usage_dict(llm) if llm is not None else None
-    stats: dict[str, int] = {}
-    if p.first_stage is not None:
-        from superb.pipelines import from_spec
+def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFrame, *, llm=None, seed: int = 0,
+                progress: bool = True) -> dict[str, PipelineResult]:
+    """THE way superb runs systems (`superb run`, and the label study's first stages): build them all, then run each
+    on ``topics``, recording its time, its components' counters and its share of the LLM usage."""
+    from superb.systems import build_systems
 
-        retriever = from_spec(p.first_stage, dataset, path=f"{p.path}.first_stage")
-        run = retriever(topics)
-        stats.update(_counters(getattr(retriever, "stats", {})))
-    else:
-        run = done[p.input].run
-    if p.rerank:
-        from superb.transformers import BuildContext, build_reranker
-
-        context = BuildContext(dataset=dataset, llm=llm, seed=spec.seed)
-        for j, options in enumerate(p.rerank):
-            reranker = build_reranker(dict(options), context=context, path=f"{p.path}.rerank[{j}]")
-            run = reranker(run)
-            for key, value in _counters(getattr(reranker, "stats", {})).items():
-                stats[key] = stats.get(key, 0) + value
-    usage = _usage_delta(before, _usage_dict(llm)) if llm is not None else {}
-    return PipelineResult(name=p.name, run=_check_run(run, p), seconds=time.perf_counter() - t0, stats=stats,
-                          usage=usage)
+    systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
+    paths = {p.name: p.path for p in pipelines}
+    results: dict[str, PipelineResult] = {}
+    for name, system in systems.items():
+        t0 = time.perf_counter()
+        before = _usage_dict(llm)
+        run = _checked_run(system.pipeline(topics), name, paths[name])
+        results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=system.stats(),
+                                       usage=_usage_delta(before, _usage_dict(llm)))
+        log.info("pipeline %s: %d rows in %.1f s", name, len(run), results[name].seconds)
+    return results
 
 
-def _counters(stats) -> dict[str, int]:
-    """The numeric counters of a component's stats (lists such as the qids concerned stay with the component)."""
-    return {str(k): int(v) for k, v in dict(stats).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+def _checked_run(run: pd.DataFrame, name: str, path: str) -> pd.DataFrame:
+    """The run with the columns evaluation needs; a run without ranks is ranked by trec_eval's rule."""
+    import pyterrier as pt
 
+    from superb.pipelines.ties import trec_order
 
-def _check_run(run: pd.DataFrame, p: PipelineSpec) -> pd.DataFrame:
     missing = {"qid", "docno", "score"} - set(run.columns)
     if missing:
-        raise SpecError(p.path, f"pipeline {p.name!r} produced a frame without columns {sorted(missing)} "
-                                f"(it has {sorted(run.columns)})")
-    return run
+        raise SpecError(path, f"pipeline {name!r} produced a frame without columns {sorted(missing)} "
+                              f"(it has {sorted(run.columns)})")
+    return run if "rank" in run.columns else pt.model.add_ranks(trec_order(run))
 
 
 def _usage_dict(llm) -> dict[str, Any]:
@@ -149,6 +141,5 @@ def _usage_dict(llm) -> dict[str, Any]:
     return dict(usage.totals())
 
 
-def _usage_delta(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
-    before = before or {}
+def _usage_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return {k: v - before.get(k, 0) for k, v in after.items() if isinstance(v, (int, float))}

@@ -1,13 +1,17 @@
 """The results folder of an experiment: evaluation, significance table, runs, qrels, provenance, plots.
 
 Layout of ``results/NAME/``:
-  table.md, table.csv      Table-4-style report (means, raw and corrected p-values, reject flags)
-  perquery.csv             one row per (system, qid, measure)
+  table.md, table.csv      Table-4-style report (means per view, raw and corrected p-values, reject flags, the
+                           family of each test and its size); head-to-head families in their own section
+  perquery.csv             one row per (system, view, qid, measure), plus Judged@10 (view "full")
   usage.csv                LLM calls, tokens, cache hits, reranker repairs/fallbacks per system
-  runs/SYSTEM.run          TREC run files;  systems.json maps system names to file names
+  runs/SYSTEM.run          TREC run files (pt.io), scores strictly decreasing in rank order (superb.pipelines.ties):
+                           trec_eval, ir_measures or pt.Experiment on these files and qrels.trec give table.csv
+  systems.json             system name -> run file
   qrels.trec, topics.tsv   exactly what was evaluated
-  provenance.json          spec, package versions, data checksums, project commit, LLM endpoint/model, timings
   responses.jsonl.gz       the cached LLM answers the run used (superb/llm/ship.py): `superb responses replay`
+  provenance.json          spec, package versions, data checksums, project commit, LLM endpoint/model, timings, the
+                           shipped responses' summary and the files of the folder; written last, when it is complete
   cost.png, gain_*.png     effectiveness against LLM cost; per-query gains over the baseline
 """
 
@@ -15,15 +19,17 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from superb.errors import DataError
 from superb.experiment import ExperimentResult
 from superb.llm.ship import ship_responses
 
-USAGE_COLUMNS = ("calls", "cache_hits", "failures", "retries", "prompt_tokens", "completion_tokens",
+USAGE_COLUMNS = ("calls", "cache_hits", "coalesced", "failures", "retries", "prompt_tokens", "completion_tokens",
                  "saved_prompt_tokens", "server_cached_tokens")
 
 
@@ -33,30 +39,33 @@ def file_name(system: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+@=-]+", "_", name).strip("_") or "system"
 
 
-def evaluate(result: ExperimentResult) -> tuple[pd.DataFrame, pd.DataFrame, list]:
-    """Per-query values of every system, and the significance table. Returns (perquery, table, measures)."""
-    from superb.eval.evaluate import per_query
+@dataclass
+class Evaluation:
+    perquery: pd.DataFrame  # system, view, qid, measure, value (+ Judged@10 under "full")
+    table: pd.DataFrame  # superb.eval.evaluate.TABLE_COLUMNS
+    measures: list  # ir_measures objects, in spec order
+    info: dict  # footnote: test, correction, alpha, n_resamples, rel, views, n_queries
+
+
+def evaluate(result: ExperimentResult) -> Evaluation:
+    """Per-query values of every system under every view, and the significance table (pt.Experiment underneath)."""
+    from superb.eval.evaluate import View, families, make_views, per_query, significance
     from superb.eval.measures import judged_measure, parse_measures
-    from superb.eval.report import compare
+    from superb.eval.stats import PairedTest
 
     ev = result.spec.evaluation
-    measures = parse_measures(list(ev.measures), rel=ev.rel if ev.rel is not None else _dataset_rel(result),
-                              path="evaluation.measures")
-    frames = []
-    for name, pr in result.pipelines.items():
-        pq = per_query(pr.run, result.qrels, measures + [judged_measure()], condensed=ev.condensed,
-                       queries=result.topics["qid"])
-        frames.append(pq.assign(system=name))
-    perquery = pd.concat(frames, ignore_index=True)[["system", "qid", "measure", "value"]]
-    order = list(result.pipelines)
-    names = [repr(m) for m in measures]
-    table = compare(perquery[perquery["measure"].isin(names)], result.spec.baselines, test=ev.test,
-                    correction=ev.correction, alpha=ev.alpha, order=order)
-    return perquery, table, measures
-
-
-def _dataset_rel(result: ExperimentResult) -> int:
-    return int(result.dataset_provenance.get("rel_threshold", 1))
+    rel = ev.rel if ev.rel is not None else int(result.dataset_provenance.get("rel_threshold", 1))
+    measures = parse_measures(list(ev.measures), rel=rel, path="evaluation.measures")
+    runs = {name: pr.run for name, pr in result.pipelines.items()}
+    views = make_views(ev.views, result.qrels)
+    perquery = pd.concat([per_query(runs, result.topics, v, measures) for v in views], ignore_index=True)
+    judged = per_query(runs, result.topics, View("full", result.qrels), [judged_measure()])
+    test = PairedTest(ev.test, n_resamples=ev.n_resamples, seed=result.spec.seed)
+    table = significance(runs, result.topics, views, measures, families(result.spec.baselines, result.spec.comparisons),
+                         test=test, correction=ev.correction, alpha=ev.alpha, perquery=perquery)
+    info = {"test": ev.test, "correction": ev.correction, "alpha": ev.alpha, "n_resamples": ev.n_resamples,
+            "rel": rel, "views": list(ev.views), "n_queries": int(table["n_queries"].max())}
+    return Evaluation(pd.concat([perquery, judged], ignore_index=True), table, measures, info)
 
 
 def _price(result: ExperimentResult) -> dict[str, float] | None:
@@ -75,7 +84,7 @@ def usage_frame(result: ExperimentResult) -> pd.DataFrame:
         for key in USAGE_COLUMNS:
             row[key] = int(pr.usage.get(key, 0))
         # What the method costs, whether or not this run was served from the cache: requests and their prompt tokens.
-        row["requests"] = row["calls"] + row["cache_hits"]
+        row["requests"] = row["calls"] + row["cache_hits"] + row["coalesced"]
         row["calls_per_query"] = row["requests"] / nq
         row["prompt_tokens_per_query"] = (row["prompt_tokens"] + row["saved_prompt_tokens"]) / nq
         row["wait_s"] = round(float(pr.usage.get("wait_s", 0.0)), 2)  # time spent waiting on the model
@@ -110,72 +119,98 @@ def _cost(price: dict[str, float] | None, prompt_tokens: int, completion_tokens:
 
 def write_results(result: ExperimentResult, out_dir: Path) -> Path:
     from superb.eval.report import format_markdown, write_csv
-    from superb.provenance import host, package_versions, project_commit
 
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
-    perquery, table, measures = evaluate(result)
-    usage = usage_frame(result)
-    judged = (perquery[perquery["measure"].str.startswith("Judged")]
-              .groupby("system")["value"].mean().rename("judged@10"))
-    extra = usage.set_index("system")[["requests", "cache_hits", "failures", "repaired", "fallbacks"]].join(judged)
-    extra.insert(1, "prompt_tok/q", usage.set_index("system")["prompt_tokens_per_query"].round(0))
+    ev = evaluate(result)
+    usage = usage_frame(result).set_index("system")
+    judged = ev.perquery[ev.perquery["measure"].str.startswith("Judged")].groupby("system")["value"].mean()
+    extra = usage[["requests", "cache_hits", "failures", "repaired", "fallbacks"]].join(judged.rename("judged@10"))
+    extra.insert(1, "prompt_tok/q", usage["prompt_tokens_per_query"].round(0))
     if _price(result) is not None:
-        extra["cost $"] = usage.set_index("system")["est_cost_uncached_usd"]
+        extra["cost $"] = usage["est_cost_uncached_usd"]
     order = list(result.pipelines)
-    ev = result.spec.evaluation
-    info = {"test": ev.test, "correction": ev.correction, "alpha": ev.alpha, "n_queries": len(result.topics),
-            "condensed": ev.condensed}
     (out_dir / "table.md").write_text(
         f"# {result.spec.name}\n\n{result.spec.description}\n\n"
-        + format_markdown(table, [repr(m) for m in measures], order, info, extra=extra), encoding="utf-8")
-    write_csv(table, out_dir / "table.csv")
-    perquery.to_csv(out_dir / "perquery.csv", index=False)
-    usage.to_csv(out_dir / "usage.csv", index=False)
+        + format_markdown(ev.table, [repr(m) for m in ev.measures], order, ev.info, extra=extra), encoding="utf-8")
+    write_csv(ev.table, out_dir / "table.csv")
+    ev.perquery.to_csv(out_dir / "perquery.csv", index=False)
+    usage.reset_index().to_csv(out_dir / "usage.csv", index=False)
 
     systems = {}
     for name, pr in result.pipelines.items():
-        fname = file_name(name) + ".run"
-        systems[name] = f"runs/{fname}"
-        write_trec_run(pr.run, out_dir / "runs" / fname, tag=file_name(name))
+        systems[name] = f"runs/{file_name(name)}.run"
+        write_run(pr.run, out_dir / systems[name], tag=file_name(name))
     (out_dir / "systems.json").write_text(json.dumps(systems, indent=2), encoding="utf-8")
     result.qrels[["qid", "docno", "label"]].assign(it=0)[["qid", "it", "docno", "label"]].to_csv(
         out_dir / "qrels.trec", sep=" ", header=False, index=False)
     result.topics[["qid", "query"]].to_csv(out_dir / "topics.tsv", sep="\t", header=False, index=False)
+    _plots(result, ev, usage.reset_index(), out_dir)
+    folder_complete(result, out_dir, systems)
+    return out_dir
+
+
+def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, str]) -> None:
+    """The last step of :func:`write_results`: every other file of the folder is written when this runs. A step
+    that needs the finished folder belongs here: shipping the LLM responses the run used (superb.llm.ship, which adds
+    its summary to provenance.json); then provenance.json gets the list of the folder's files."""
+    from superb.pipelines.ties import TIE_RULE
+    from superb.provenance import host, package_versions, project_commit
+
     provenance = {
         "spec": result.spec.raw, "spec_file": str(result.spec.source) if result.spec.source else None,
         "dataset": result.dataset_provenance, "packages": package_versions(), "project": project_commit(),
         "host": host(), "llm": result.llm_info, "timings": {**result.timings, **{
             f"pipeline:{n}": round(p.seconds, 3) for n, p in result.pipelines.items()}},
-        "systems": systems,
+        "systems": systems, "ties": TIE_RULE,
     }
-    (out_dir / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
-    _plots(result, perquery, usage, out_dir)
+    path = out_dir / "provenance.json"
+    path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
     ship_responses(result, out_dir)  # responses.jsonl.gz: the LLM answers used, so the folder re-derives anywhere
-    return out_dir
+    provenance = json.loads(path.read_text(encoding="utf-8"))  # with the shipped responses' summary
+    files = sorted(str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.is_file())
+    provenance["files"] = sorted({*files, "provenance.json"})
+    path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
 
 
-def _plots(result: ExperimentResult, perquery: pd.DataFrame, usage: pd.DataFrame, out_dir: Path) -> None:
-    """Cost plot and per-query gain plots, only where there is an LLM reranker or a baseline to gain over."""
+def _plots(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
+    """Cost plot and per-query gain plots (nDCG@10 under the first view), only where there is a reranker or a
+    baseline to gain over."""
     from superb.eval.plots import cost_plot, gain_plot
 
-    ndcg = perquery[perquery["measure"] == "nDCG@10"].groupby("system")["value"].mean()
-    reranked = [n for n, p in zip(result.pipelines, result.spec.pipelines) if p.rerank]
-    if reranked and not ndcg.empty:
+    first = ev.perquery[ev.perquery["view"] == result.spec.evaluation.views[0]]
+    ndcg = first[first["measure"] == "nDCG@10"].groupby("system")["value"].mean()
+    if ndcg.empty:
+        return
+    reranked = [p.name for p in result.spec.pipelines if p.rerank]
+    if reranked:
         pts = usage.set_index("system").loc[reranked, ["calls_per_query", "prompt_tokens_per_query"]]
-        pts = pts.join(ndcg.rename("ndcg10")).reset_index()
-        cost_plot(pts, out_dir / "cost.png")
+        cost_plot(pts.join(ndcg.rename("ndcg10")).reset_index(), out_dir / "cost.png")
     for p in result.spec.pipelines:
-        if p.baseline and not ndcg.empty:
-            gain_plot(perquery, p.name, p.baseline, "nDCG@10", out_dir / f"gain_{file_name(p.name)}.png")
+        if p.baseline:
+            gain_plot(first, p.name, p.baseline, "nDCG@10", out_dir / f"gain_{file_name(p.name)}.png")
 
 
-def write_trec_run(run: pd.DataFrame, path: Path, tag: str) -> None:
-    run = run.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
-    ranks = run.groupby("qid").cumcount() + 1
-    lines = [f"{q} Q0 {d} {r} {s:.6f} {tag}\n" for q, d, r, s in
-             zip(run["qid"], run["docno"], ranks, run["score"].astype(float))]
-    path.write_text("".join(lines), encoding="utf-8")
+def write_run(run: pd.DataFrame, path: Path, tag: str) -> None:
+    """A run as a TREC file through pt.io, in rank order, with scores strictly decreasing in that order
+    (superb.pipelines.ties.strictly_decreasing, the same as evaluation applies) at full precision."""
+    import pyterrier as pt
+
+    from superb.pipelines.ties import strictly_decreasing
+
+    run = strictly_decreasing(run)
+    pt.io.write_results(run if "rank" in run.columns else pt.model.add_ranks(run), str(path), run_name=tag)
+
+
+def read_run(path: str | Path) -> pd.DataFrame:
+    """qid, docno, rank, score (and the tag as ``name``) of a TREC run file, through pt.io; a malformed file is a
+    DataError naming it."""
+    import pyterrier as pt
+
+    try:
+        return pt.io.read_results(str(path))
+    except (ValueError, TypeError, pd.errors.ParserError) as exc:
+        raise DataError(f"{path} is not a TREC run file ('qid Q0 docno rank score tag' per line): {exc}") from None
 
 
 def read_table(result_dir: Path) -> pd.DataFrame:

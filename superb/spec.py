@@ -40,7 +40,7 @@ class EvaluationSpec:
     test: str = "t"
     correction: str = "holm"
     alpha: float = 0.05
-    condensed: bool = False
+    views: tuple[str, ...] = ("full",)  # full: unjudged count as non-relevant; condensed: unjudged removed
     n_resamples: int = 10000
 
 
@@ -52,6 +52,7 @@ class PipelineSpec:
     input: str | None = None
     rerank: tuple[dict[str, Any], ...] = ()
     baseline: str | None = None
+    compare: tuple[str, ...] = ()  # head-to-head comparisons besides the baseline, each family tested apart
 
     @property
     def uses_llm(self) -> bool:
@@ -75,13 +76,11 @@ class Spec:
     output: str | None = None
     seed: int = 0
     baselines: dict[str, str | None] = field(default_factory=dict)
+    comparisons: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def uses_llm(self) -> bool:
         return any(p.uses_llm for p in self.pipelines)
-
-    def pipeline(self, name: str) -> PipelineSpec:
-        return next(p for p in self.pipelines if p.name == name)
 
 
 def read_toml(path: str | Path, what: str = "spec file", hint: str = "experiments/*.toml are examples") -> dict:
@@ -115,6 +114,7 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
         pipelines=pipelines, description=typed(raw, "description", str, "", default=""),
         output=typed(raw, "output", str, "", default=None), seed=typed(raw, "seed", int, "", default=0),
         baselines={p.name: p.baseline for p in pipelines},
+        comparisons={p.name: p.compare for p in pipelines if p.compare},
     )
 
 
@@ -142,7 +142,10 @@ def _parse_evaluation(table: Any) -> EvaluationSpec:
     path = "evaluation"
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")
-    check_keys(table, path, optional={"measures", "rel", "test", "correction", "alpha", "condensed", "n_resamples"})
+    if "condensed" in table:
+        raise SpecError(f"{path}.condensed", "replaced by views: write views = [\"condensed\"] (or [\"full\", "
+                                             "\"condensed\"] for both in one table)")
+    check_keys(table, path, optional={"measures", "rel", "test", "correction", "alpha", "views", "n_resamples"})
     measures = typed(table, "measures", list, path, default=list(DEFAULT_MEASURES))
     if not measures or not all(isinstance(m, str) for m in measures):
         raise SpecError(f"{path}.measures", "must be a non-empty list of ir_measures names, e.g. [\"nDCG@10\", \"P@5\"]")
@@ -158,9 +161,15 @@ def _parse_evaluation(table: Any) -> EvaluationSpec:
     n_resamples = typed(table, "n_resamples", int, path, default=10000)
     if n_resamples < 100:
         raise SpecError(f"{path}.n_resamples", f"must be at least 100, got {n_resamples}")
+    from superb.eval.evaluate import VIEW_KINDS
+
+    views = typed(table, "views", list, path, default=["full"])
+    if not views or len(set(views)) != len(views) or not all(v in VIEW_KINDS for v in views):
+        raise SpecError(f"{path}.views", f"expected a non-empty list of distinct views from {list(VIEW_KINDS)}, "
+                                         f"got {views!r}")
     return EvaluationSpec(
         measures=tuple(measures), rel=typed(table, "rel", int, path, default=None), test=test, correction=correction,
-        alpha=float(alpha), condensed=typed(table, "condensed", bool, path, default=False), n_resamples=n_resamples,
+        alpha=float(alpha), views=tuple(views), n_resamples=n_resamples,
     )
 
 
@@ -172,7 +181,7 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
         path = f"pipelines[{i}]"
         if not isinstance(table, dict):
             raise SpecError(path, f"must be a table, got {type(table).__name__}")
-        check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline"})
+        check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline", "compare"})
         name = typed(table, "name", str, path)
         if not _NAME_RE.match(name):
             raise SpecError(f"{path}.name", f"{name!r}: use letters, digits, spaces and _ . + > @ ( ) = , - only")
@@ -197,13 +206,21 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
         if source is not None and not rerank:
             raise SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks nothing")
         baseline = _parse_baseline(table, path, source)
+        compare = typed(table, "compare", list, path, default=[])
+        if not all(isinstance(c, str) for c in compare) or len(set(compare)) != len(compare):
+            raise SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got {compare!r}")
         seen[name] = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
-                                  baseline=baseline)
+                                  baseline=baseline, compare=tuple(compare))
     for p in seen.values():
         if p.baseline is not None and p.baseline not in seen:
             raise SpecError(f"{p.path}.baseline", f"{p.baseline!r} names no pipeline; known: {sorted(seen)}")
         if p.baseline == p.name:
             raise SpecError(f"{p.path}.baseline", "a pipeline cannot be its own baseline")
+        for other in p.compare:
+            if other not in seen or other == p.name:
+                raise SpecError(f"{p.path}.compare", f"{other!r} is not another pipeline; known: {sorted(seen)}")
+            if other == p.baseline:
+                raise SpecError(f"{p.path}.compare", f"{other!r} is already this pipeline's baseline")
     return tuple(seen.values())
 
 

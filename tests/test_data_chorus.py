@@ -129,9 +129,9 @@ def test_irds_dataset_in_process(chorus):
     assert loaded["title"].iloc[0].startswith("HP Pavilion dv7-1211ea")
 
 
-def test_import_superb_is_enough_for_irds(home, chorus):
+def test_import_superb_data_is_enough_for_irds(home, chorus):
     chorus.docs_store()  # files already fetched into this SUPERB_HOME
-    code = ("import superb, pyterrier as pt; ds = pt.get_dataset('irds:superb/chorus'); "
+    code = ("import superb.data, pyterrier as pt; ds = pt.get_dataset('irds:superb/chorus'); "
             "print(len(ds.get_topics()), len(ds.get_qrels()))")
     env = {**os.environ, "SUPERB_HOME": str(home), "SUPERB_DATA_MIRROR": str(_mirror())}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -145,3 +145,11 @@ def test_unknown_option_rejected(home):
     with pytest.raises(SpecError, match=r"dataset\.locale.*allowed keys: \['name'\]"):
         load_dataset({"name": "chorus", "locale": "us"})
 
+
+
+def test_importing_the_llm_layer_registers_no_data_set():
+    code = ("import sys, superb, superb.llm, superb.llm.connect; "
+            "print('ir_datasets' in sys.modules, 'superb.data' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]

@@ -6,8 +6,8 @@ import ir_measures
 import pandas as pd
 import pytest
 
-from superb.errors import SpecError
-from superb.eval.evaluate import per_query, per_query_systems
+from superb.errors import DataError, SpecError
+from superb.eval.evaluate import VIEW_KINDS, View, per_query
 from superb.eval.measures import DEFAULT_MEASURES, judged_measure, parse_measure, parse_measures
 
 # q1 judged: d1=3, d2=0, d3=2, d4=1, d5=2, d6=3 (d6 not retrieved); dX is retrieved but unjudged.
@@ -70,9 +70,15 @@ def test_bad_lists_and_thresholds_rejected():
         parse_measures([], rel=2)
 
 
+def evaluate(run, measures, *, view="full", qrels=QRELS, topics=("q1", "q2", "q3")):
+    measures = [parse_measure(m) if isinstance(m, str) else m for m in measures]
+    v = View(view, qrels, VIEW_KINDS[view])
+    return per_query({"S": run}, pd.DataFrame({"qid": list(topics), "query": "x"}), v, measures)
+
+
 def test_per_query_matches_hand_computed_p5_and_ndcg5():
     measures = [parse_measure("P@5", 2), parse_measure("P@5"), parse_measure("nDCG@5")]
-    got = values(per_query(RUN, QRELS, measures))
+    got = values(evaluate(RUN, measures))
     # q1 top 5: d1(3) d2(0) d3(2) dX(-) d4(1)
     assert got[("q1", "P(rel=2)@5")] == pytest.approx(2 / 5)
     assert got[("q1", "P@5")] == pytest.approx(3 / 5)
@@ -84,26 +90,20 @@ def test_per_query_matches_hand_computed_p5_and_ndcg5():
     assert got[("q2", "nDCG@5")] == pytest.approx((2 / log2(3) + 1 / log2(4)) / (2 / log2(2) + 1 / log2(3)))
 
 
-def test_missing_queries_count_as_zero_not_dropped():
-    result = per_query(RUN, QRELS, [parse_measure("nDCG@5")])
-    assert list(result["qid"]) == ["q1", "q2", "q3"]
-    assert values(result)[("q3", "nDCG@5")] == 0.0
-    assert result.attrs["missing_from_run"] == ["q3"]
-    # an explicit topic set: q4 has neither run nor qrels and still counts (as 0); q2 is not evaluated
-    result = per_query(RUN, QRELS, ["nDCG@5"], queries=["q1", "q3", "q4"])
-    assert list(result["qid"]) == ["q1", "q3", "q4"]
-    assert result["value"].tolist()[1:] == [0.0, 0.0]
-    assert result.attrs["unjudged_queries"] == ["q4"]
-    assert result.attrs["ignored_run_queries"] == ["q2"]
-    assert result.attrs["filled_zero"] == 1  # q4: no qrels, so no evaluator scores it
-    # the mean over the topic set therefore includes the zeros
-    full = per_query(RUN, QRELS, ["nDCG@5"], queries=["q1"])
-    assert result["value"].mean() == pytest.approx(full["value"].iloc[0] / 3)
+def test_unanswered_queries_count_as_zero_and_unlabelled_ones_are_not_evaluated():
+    result = evaluate(RUN, ["nDCG@5"])
+    assert sorted(result["qid"]) == ["q1", "q2", "q3"] and set(result["view"]) == {"full"}
+    assert values(result)[("q3", "nDCG@5")] == 0.0  # labelled, not answered: 0, not dropped
+    # q4 has no labels: it cannot be evaluated and is left out; q2 (labelled, not selected) is not evaluated either
+    result = evaluate(RUN, ["nDCG@5"], topics=("q1", "q3", "q4"))
+    assert sorted(result["qid"]) == ["q1", "q3"]
 
 
-def test_condensed_removes_unjudged_documents():
+def test_condensed_view_removes_unjudged_documents():
     measures = [parse_measure("P@5", 2), parse_measure("nDCG@5")]
-    got = values(per_query(RUN, QRELS, measures, condensed=True))
+    result = evaluate(RUN, measures, view="condensed")
+    assert set(result["measure"]) == {"P(rel=2)@5", "nDCG@5"}  # measures keep their own names under every view
+    got = values(result)
     # q1 condensed top 5: d1(3) d2(0) d3(2) d4(1) d5(2)
     assert got[("q1", "P(rel=2)@5")] == pytest.approx(3 / 5)
     dcg = 3 / log2(2) + 0 / log2(3) + 2 / log2(4) + 1 / log2(5) + 2 / log2(6)
@@ -111,47 +111,37 @@ def test_condensed_removes_unjudged_documents():
     assert got[("q1", "nDCG@5")] == pytest.approx(dcg / idcg)
     # q2 condensed: e2(2) e1(1) is the ideal order
     assert got[("q2", "nDCG@5")] == pytest.approx(1.0)
-    assert per_query(RUN, QRELS, measures, condensed=True).attrs["condensed_removed"] == 2
+    with pytest.raises(SpecError, match="condensed lists"):
+        evaluate(RUN, [judged_measure()], view="condensed")
 
 
 def test_judged_at_10_by_hand():
     assert repr(judged_measure()) == "Judged@10"
-    got = values(per_query(RUN, QRELS, [judged_measure()]))
+    got = values(evaluate(RUN, [judged_measure()]))
     assert got[("q1", "Judged@10")] == pytest.approx(5 / 6)  # 6 retrieved (fewer than 10), dX unjudged
     assert got[("q2", "Judged@10")] == pytest.approx(2 / 3)
     assert got[("q3", "Judged@10")] == 0.0  # not answered
 
 
-def test_rank_column_decides_the_order_and_ties_follow_trec_eval():
+def test_rank_column_decides_the_order_and_ties_follow_trec_eval_for_every_measure():
     # same scores everywhere: trec_eval breaks ties by docno descending -> dX, d5, d4 ('X' sorts after '5')
     tied = RUN[RUN.qid == "q1"].assign(score=1.0)
-    got = values(per_query(tied, QRELS, ["P(rel=2)@3", "Judged@3"], queries=["q1"]))
+    got = values(evaluate(tied, ["P(rel=2)@3", "Judged@3"], topics=("q1",)))
     assert got[("q1", "P(rel=2)@3")] == pytest.approx(1 / 3)
-    assert got[("q1", "Judged@3")] == pytest.approx(2 / 3)  # Judged sees the same order
+    assert got[("q1", "Judged@3")] == pytest.approx(2 / 3)  # Judged (its own provider) sees the same order
     # an explicit rank puts d2 (label 0) first whatever the scores say
     ranked = RUN[RUN.qid == "q1"].assign(rank=[1, 0, 2, 3, 4, 5])
-    assert values(per_query(ranked, QRELS, ["P(rel=2)@1"], queries=["q1"]))[("q1", "P(rel=2)@1")] == 0.0
+    assert values(evaluate(ranked, ["P(rel=2)@1"], topics=("q1",)))[("q1", "P(rel=2)@1")] == 0.0
 
 
 def test_bad_frames_rejected_with_column_names():
-    with pytest.raises(ValueError, match="docno"):
-        per_query(RUN.drop(columns="docno"), QRELS, ["P@5"])
-    with pytest.raises(ValueError, match="score"):
-        per_query(RUN.drop(columns="score"), QRELS, ["P@5"])
-    with pytest.raises(ValueError, match="twice"):
-        per_query(pd.concat([RUN, RUN.head(1)]), QRELS, ["P@5"])
-    with pytest.raises(ValueError, match="more than once"):
-        per_query(RUN, QRELS, ["P@5", "P@5"])
-    with pytest.raises(ValueError, match="label"):
-        per_query(RUN, QRELS.assign(label=QRELS.label.astype(float) + 0.5), ["P@5"])
-
-
-def test_per_query_systems_stacks_runs_with_coverage():
-    partial = RUN[RUN.qid == "q1"]
-    stacked = per_query_systems({"full": RUN, "q1 only": partial}, QRELS, ["P@5"])
-    assert list(stacked.columns) == ["system", "qid", "measure", "value"]
-    assert len(stacked) == 6  # 2 systems x 3 queries
-    only = stacked[stacked.system == "q1 only"].set_index("qid")["value"]
-    assert only["q2"] == 0.0 and only["q3"] == 0.0 and only["q1"] == pytest.approx(3 / 5)
-    assert stacked.attrs["coverage"]["q1 only"]["missing_from_run"] == ["q2", "q3"]
-    assert stacked.attrs["coverage"]["full"]["missing_from_run"] == ["q3"]
+    with pytest.raises(DataError, match="docno"):
+        evaluate(RUN.drop(columns="docno"), ["P@5"])
+    with pytest.raises(DataError, match="twice"):
+        evaluate(pd.concat([RUN, RUN.head(1)]), ["P@5"])
+    with pytest.raises(DataError, match="label"):
+        evaluate(RUN, ["P@5"], qrels=QRELS.assign(label=QRELS.label.astype(float) + 0.5))
+    with pytest.raises(DataError, match="more than once"):
+        evaluate(RUN, ["P@5"], qrels=pd.concat([QRELS, QRELS.head(1)]))
+    with pytest.raises(DataError, match="no results"):
+        evaluate(RUN.head(0), ["P@5"])

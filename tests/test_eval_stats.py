@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -159,3 +160,34 @@ def test_paired_input_validation():
         paired_pvalue([1, 2], [2, 3], "sign")
     with pytest.raises(ValueError, match="alternative"):
         paired_pvalue([1, 2], [2, 3], "t", alternative="bigger")
+
+
+def test_paired_test_is_a_pt_experiment_test_callable_carrying_n_resamples():
+    from superb.eval.stats import PairedTest
+
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(0.5, 0.1, 40), rng.normal(0.47, 0.1, 40)
+    stat, p = PairedTest("randomization", n_resamples=200, seed=1)(x, y)
+    assert stat is None and p == randomization_pvalue(x - y, n_resamples=200, seed=1)
+    assert round(p * 201) == pytest.approx(p * 201)  # granularity 1/(n_resamples + 1): 200 resamples, not 10,000
+    assert PairedTest("t")(x, y)[1] == pytest.approx(sps.ttest_rel(x, y).pvalue)
+    assert np.isnan(PairedTest("wilcoxon")(x, x)[1])
+    with pytest.raises(ValueError, match="unknown test"):
+        PairedTest("z")
+    with pytest.raises(ValueError, match="n_resamples"):
+        PairedTest("randomization", n_resamples=0)
+
+
+def test_correct_experiment_adds_nan_aware_holm_columns_to_a_pt_experiment_result():
+    from superb.eval.stats import correct_experiment
+
+    result = pd.DataFrame({"name": ["base", "a", "b", "same"], "nDCG@10": [0.5, 0.6, 0.55, 0.5],
+                           "nDCG@10 p-value": [None, 0.01, 0.02, np.nan]})
+    out = correct_experiment(result, "holm", 0.05)
+    assert list(out.columns) == ["name", "nDCG@10", "nDCG@10 p-value", "nDCG@10 reject",
+                                 "nDCG@10 p-value corrected"]
+    rej, adj, _, _ = multipletests([0.01, 0.02], alpha=0.05, method="holm")  # m = 2: the NaN rows do not count
+    np.testing.assert_allclose(out["nDCG@10 p-value corrected"].iloc[1:3], adj)
+    assert out["nDCG@10 reject"].tolist() == [False, *rej, False]
+    with pytest.raises(ValueError, match="baseline"):
+        correct_experiment(result[["name", "nDCG@10"]])

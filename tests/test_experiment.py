@@ -109,10 +109,23 @@ def test_run_writes_results_and_rerun_repeats_no_call(home, capsys):
     assert "cost $" in (out / "table.md").read_text()
 
     table = pd.read_csv(out / "table.csv")
-    assert set(table["baseline"].dropna()) == {"PISA BM25"}
+    assert set(table["baseline"].dropna()) == {"PISA BM25"} and set(table["view"]) == {"full"}
+    assert set(table["family"].dropna()) == {"baseline:PISA BM25"}
     assert (table.dropna(subset=["baseline"])["family_size"] == 2).all()
     md = (out / "table.md").read_text()
-    assert "paired randomization" in md.lower() or "randomization" in md
+    assert "paired randomization (sign-flip) test, 1,000 resamples" in md  # the spec's n_resamples arrived
+    assert "Family sizes (tests corrected together): PISA BM25: 2." in md
+    # the BM25 run that both rerankers read was retrieved once (its first stage saw each query once)
+    assert usage.loc["PISA BM25", "stat:queries"] == len(QUERIES)
+    # every run file: scores strictly decreasing in rank order; the evaluation any tool makes of it is the table's
+    for name, path in systems.items():
+        frame = pd.read_csv(out / path, sep=" ", header=None, names=["qid", "q0", "docno", "rank", "score", "tag"],
+                            dtype={"qid": str, "docno": str}).sort_values(["qid", "rank"])
+        for _, g in frame.groupby("qid"):
+            assert (g["score"].diff().dropna() < 0).all(), name
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert "docno descending" in provenance["ties"]
+    assert {"table.csv", "runs/PISA_BM25.run", "provenance.json"} <= set(provenance["files"])
     for path in out.rglob("*"):
         if path.is_file() and path.suffix in {".md", ".csv", ".json", ".run", ".tsv", ".trec"}:
             assert "fake-key-testsecret" not in path.read_text(), path

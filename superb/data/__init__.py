@@ -9,6 +9,9 @@
   local             JSONL docs + TSV queries + TREC qrels (superb.data.local)
 
 More loaders (e.g. a generated benchmark folder) plug in with :func:`register_loader`.
+
+Importing this package registers the data sets with ir_datasets (``pt.get_dataset("irds:superb/chorus")``; cheap:
+no file is read until asked for). Importing superb or its other layers does not.
 """
 
 from __future__ import annotations
@@ -55,3 +58,12 @@ def load_dataset(config: Mapping[str, Any], path: str = "dataset") -> "Dataset":
         module, _, function = loader.partition(":")
         loader = getattr(importlib.import_module(module), function)
     return loader(config, path)
+
+
+def _register_irds() -> None:
+    from superb.data.registry import register_all
+
+    register_all()
+
+
+_register_irds()

@@ -1,4 +1,4 @@
-"""Registers superb's data sets with ir_datasets, so that after ``import superb``::
+"""Registers superb's data sets with ir_datasets, so that after ``import superb.data``::
 
     pt.get_dataset("irds:superb/chorus")   # get_topics(), get_qrels(), get_corpus_iter(), text_loader()
 

@@ -1,192 +1,235 @@
-"""Per-query effectiveness of one run: the numbers every table and significance test is built from.
+"""Evaluation through ``pt.Experiment``: per-query values, and each family of tests with superb's NaN-aware correction.
 
-Conventions (documented because they change the numbers):
+VIEWS. A view is (name, qrels, judged_only); every measure is computed under each view of a run:
 
-- The evaluated topic set is ``queries`` when given, else every query of the qrels. Each value is reported for
-  every query of that set: a query the run does not answer (or answers only with unjudged documents under
-  ``condensed=True``, or that has no qrels at all) scores 0 on every measure, it is **not** dropped. Dropping such
-  queries would reward a system for failing on hard queries. Run queries outside the set are ignored. All of these
-  are counted in ``result.attrs`` (see :func:`per_query`).
-- Ranking order: when the run has a ``rank`` column the documents are scored in that order (what the system
-  showed); otherwise by ``score`` descending, with trec_eval's tie-break (docno descending). The order is fixed
-  here once, so all measures (pytrec_eval's and Judged's) see the same ranking.
-- ``condensed=True`` removes documents without any label for the query from the run before scoring (Sakai's
-  condensed lists), so unjudged documents neither count as non-relevant nor take rank positions.
+- ``full``: the qrels as given; unjudged documents count as non-relevant (the TREC rule).
+- ``condensed``: the same qrels, unjudged documents removed from each run before scoring (Sakai's condensed lists):
+  ir_measures' ``judged_only`` parameter, trec_eval's ``-J``.
+- A third view is another :class:`View`, e.g. "filled": human labels where they exist and LLM labels elsewhere
+  (a second qrels set), judged_only False.
+
+FAMILIES. A :class:`Family` is the systems tested against one system: its baseline family (every system whose
+``baseline`` it is) or a head-to-head family (every system that names it in ``compare``). Per view and per measure,
+the family's p-values come from ONE ``pt.Experiment(..., baseline=0, test=PairedTest(...))`` call and are corrected
+together by :func:`superb.eval.stats.correct`: a system identical to the one it is tested against has NaN p, is not
+counted in the family size m, and is never rejected. (pt.Experiment cannot return per-query values together with a
+baseline, so the per-query values come from one ``perquery=True`` call per view.)
+
+Queries: the selected topics that have labels in the view's qrels (``filter_by_qrels``); a query a run does not
+answer scores 0 on every measure (ir_measures' default), it is not dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from superb.eval.measures import parse_measure
+from superb.errors import DataError, SpecError
+from superb.eval.stats import PairedTest, correct
 
-RUN_COLUMNS = ("qid", "docno")
-QREL_COLUMNS = ("qid", "docno", "label")
-OUTPUT_COLUMNS = ["qid", "measure", "value"]
-
-
-def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{what} must be a pandas DataFrame with columns {list(columns)}, found {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {missing}; found columns {list(frame.columns)}. "
-                         f"Expected at least {list(columns)}.")
+VIEW_KINDS = {"full": False, "condensed": True}  # view name -> judged_only
+TABLE_COLUMNS = ["system", "view", "measure", "n_queries", "mean", "family", "baseline", "baseline_mean", "delta",
+                 "p", "p_corrected", "reject", "family_size", "verdict"]
 
 
-def _as_measures(measures) -> list:
-    if isinstance(measures, str) or not isinstance(measures, Iterable):
-        measures = [measures]
-    out = [parse_measure(m, path="measures") if isinstance(m, str) else m for m in measures]
-    if not out:
-        raise ValueError("measures is empty; pass e.g. superb.eval.measures.parse_measures(None, rel=2)")
-    names = [repr(m) for m in out]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ValueError(f"measures lists {twice} more than once; give each measure once")
+@dataclass(frozen=True)
+class View:
+    """How the labels are read: ``qrels`` (qid, docno, label) and whether unjudged documents are removed."""
+
+    name: str
+    qrels: pd.DataFrame
+    judged_only: bool = False
+
+    def measures(self, measures: Sequence) -> list:
+        """The measures as this view computes them (``judged_only=True`` under a condensed view)."""
+        if not self.judged_only:
+            return list(measures)
+        import ir_measures
+
+        out = []
+        for m in measures:
+            vm = m(judged_only=True) if "judged_only" in m.SUPPORTED_PARAMS else None
+            if vm is None or not any(p.supports(vm) for p in ir_measures.providers.registry.values()):
+                raise SpecError("evaluation.views", f"{m!r} cannot be computed on condensed lists (no ir_measures "
+                                                    f"provider has judged_only for it); use views = [\"full\"] or "
+                                                    "drop it")
+            out.append(vm)
+        return out
+
+
+def make_views(names: Sequence[str], qrels: pd.DataFrame, path: str = "evaluation.views") -> list[View]:
+    """Views by name ("full", "condensed") over one qrels set."""
+    unknown = [n for n in names if n not in VIEW_KINDS]
+    if unknown:
+        raise SpecError(path, f"unknown view(s) {unknown}; known: {sorted(VIEW_KINDS)}")
+    return [View(name, qrels, VIEW_KINDS[name]) for name in names]
+
+
+@dataclass(frozen=True)
+class Family:
+    """The systems tested against ``against``: kind "baseline" (their baseline) or "head-to-head" (``compare``)."""
+
+    kind: str
+    against: str
+    members: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.against}"
+
+
+def families(baselines: Mapping[str, str | None], comparisons: Mapping[str, Sequence[str]] | None = None
+             ) -> list[Family]:
+    """Baseline families, then head-to-head families, each in order of first appearance."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for system, base in baselines.items():
+        if base is not None:
+            out.setdefault(("baseline", base), []).append(system)
+    for system, others in (comparisons or {}).items():
+        for other in others:
+            out.setdefault(("head-to-head", other), []).append(system)
+    return [Family(kind, against, tuple(members)) for (kind, against), members in out.items()]
+
+
+def per_query(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view: View, measures: Sequence
+              ) -> pd.DataFrame:
+    """system, view, qid, measure, value of every run under ``view`` (one ``pt.Experiment(perquery=True)`` call);
+    ``measure`` is the measure's own name (``repr``), whatever the view."""
+    import pyterrier as pt
+
+    view_measures = view.measures(measures)
+    names = {repr(vm): repr(m) for vm, m in zip(view_measures, measures)}
+    frame = pt.Experiment(_frames(runs), _topics(topics), _qrels(view.qrels), view_measures, names=list(runs),
+                          perquery=True, filter_by_qrels=True, validate="ignore", verbose=False)
+    frame = frame.rename(columns={"name": "system"})
+    frame["measure"] = frame["measure"].map(names)
+    frame = frame.dropna(subset=["value"])  # topics without labels: not evaluated
+    frame.insert(1, "view", view.name)
+    order = {name: i for i, name in enumerate(runs)}  # systems in the caller's order (pt.Experiment sorts by name)
+    frame = frame.sort_values(["system", "qid"], key=lambda c: c.map(order) if c.name == "system" else c,
+                              kind="mergesort")
+    return frame[["system", "view", "qid", "measure", "value"]].reset_index(drop=True)
+
+
+def family_pvalues(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view: View, measures: Sequence,
+                   family: Family, test: PairedTest) -> pd.DataFrame:
+    """system, measure, p of each member against ``family.against`` under ``view``: one pt.Experiment call."""
+    import pyterrier as pt
+
+    names = [family.against, *family.members]
+    view_measures = view.measures(measures)
+    result = pt.Experiment(_frames({n: runs[n] for n in names}), _topics(topics), _qrels(view.qrels), view_measures,
+                           names=names, baseline=0, test=test, filter_by_qrels=True, validate="ignore",
+                           verbose=False)
+    rows = []
+    for vm, m in zip(view_measures, measures):
+        for system, p in zip(result["name"].iloc[1:], result[f"{vm!r} p-value"].iloc[1:]):
+            rows.append({"system": system, "measure": repr(m), "p": np.nan if p is None else float(p)})
+    return pd.DataFrame(rows, columns=["system", "measure", "p"])
+
+
+def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: Sequence[View], measures: Sequence,
+                 fams: Sequence[Family], *, test: PairedTest, correction: str = "holm", alpha: float = 0.05,
+                 perquery: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The table: per view and measure, one row per system (mean; its baseline family's test, if any), then one row
+    per head-to-head comparison. Columns TABLE_COLUMNS; ``family`` names the family ("baseline:BM25",
+    "head-to-head:BM25 >> bi-encoder"), ``family_size`` the number of non-NaN p-values corrected together."""
+    if perquery is None:
+        perquery = pd.concat([per_query(runs, topics, v, measures) for v in views], ignore_index=True)
+    means = perquery.groupby(["view", "measure", "system"])["value"].agg(["mean", "size"])
+    of_system = {m: f for f in fams if f.kind == "baseline" for m in f.members}
+    rows = []
+    for view in views:
+        tested = {f.label: family_pvalues(runs, topics, view, measures, f, test).set_index(["system", "measure"])
+                  for f in fams}
+        for m in measures:
+            name = repr(m)
+            for system in runs:
+                rows.append(_row(system, view.name, name, means, of_system.get(system), tested))
+            for f in fams:
+                if f.kind == "head-to-head":
+                    rows += [_row(s, view.name, name, means, f, tested) for s in f.members]
+    table = pd.DataFrame(rows)
+    table["p_corrected"], table["reject"], table["family_size"] = np.nan, False, 0
+    for _, group in table[table["family"] != ""].groupby(["family", "view", "measure"], sort=False):
+        corrected, reject = correct(group["p"].to_numpy(dtype=float), correction, alpha)
+        table.loc[group.index, "p_corrected"] = corrected
+        table.loc[group.index, "reject"] = reject
+        table.loc[group.index, "family_size"] = int(group["p"].notna().sum())
+    table["verdict"] = [_verdict(r) for r in table.itertuples()]
+    return table[TABLE_COLUMNS]
+
+
+def _row(system: str, view: str, measure: str, means: pd.DataFrame, family: Family | None,
+         tested: dict[str, pd.DataFrame]) -> dict:
+    mean, n = means.loc[(view, measure, system)]
+    row = {"system": system, "view": view, "measure": measure, "n_queries": int(n), "mean": float(mean),
+           "family": "", "baseline": None, "baseline_mean": np.nan, "delta": np.nan, "p": np.nan}
+    if family is not None:
+        other = float(means.loc[(view, measure, family.against), "mean"])
+        row.update(family=family.label, baseline=family.against, baseline_mean=other, delta=float(mean) - other,
+                   p=float(tested[family.label].loc[(system, measure), "p"]))
+    return row
+
+
+def _verdict(row) -> str:
+    if not row.family:
+        return ""
+    if np.isnan(row.p):
+        return "untested"
+    if row.reject:
+        return "better" if row.delta > 0 else "worse"
+    return "n.s."
+
+
+def _frames(runs: Mapping[str, pd.DataFrame]) -> list[pd.DataFrame]:
+    """The runs as pt.Experiment reads them: strictly decreasing scores in their rank order (superb.pipelines.ties:
+    a no-op for superb's runs; for a run with tied scores, its ``rank`` column decides, else trec_eval's rule), so
+    that every ir_measures provider (pytrec_eval, Judged...) sees the same ranking."""
+    from superb.pipelines.ties import strictly_decreasing
+
+    out = []
+    for name, run in runs.items():
+        if run.empty:
+            raise DataError(f"system {name!r} returned no results for any query: nothing to evaluate (check its "
+                            "first stage and the selected queries)")
+        missing = [c for c in ("qid", "docno", "score") if c not in run.columns]
+        if missing:
+            raise DataError(f"the run of system {name!r} lacks column(s) {missing}; found {list(run.columns)}")
+        dup = run.duplicated(["qid", "docno"])
+        if dup.any():
+            first = run[dup].iloc[0]
+            raise DataError(f"the run of system {name!r} lists a document twice for a query, e.g. "
+                            f"({first['qid']!r}, {first['docno']!r}); a ranking holds each document once")
+        run = strictly_decreasing(run[[c for c in ("qid", "docno", "score", "rank") if c in run.columns]]
+                                  .astype({"qid": str, "docno": str}))
+        # object, not arrow-backed strings: ir_measures iterates the rows, and arrow scalars are slow to iterate
+        out.append(run[["qid", "docno", "score"]].astype({"qid": object, "docno": object}))
     return out
 
 
-def _topic_set(queries, qrels: pd.DataFrame) -> list[str]:
-    if queries is None:
-        return list(pd.unique(qrels["qid"].astype(str)))
-    if isinstance(queries, pd.DataFrame):
-        _require(queries, ["qid"], "queries")
-        queries = queries["qid"]
-    if isinstance(queries, str):
-        raise TypeError(f"queries must be a list of qids or a DataFrame with a qid column, found the string {queries!r}")
-    topic = list(pd.unique(pd.Series(list(queries), dtype=object).astype(str)))
-    if not topic:
-        raise ValueError("queries is empty: the evaluated topic set needs at least one qid")
-    return topic
+def _topics(topics: pd.DataFrame) -> pd.DataFrame:
+    frame = pd.DataFrame({"qid": topics["qid"].astype(str)})
+    frame["query"] = topics["query"].astype(str) if "query" in topics.columns else ""
+    return frame
 
 
-def _qrels_dict(qrels: pd.DataFrame) -> dict[str, dict[str, int]]:
+def _qrels(qrels: pd.DataFrame) -> pd.DataFrame:
+    missing = [c for c in ("qid", "docno", "label") if c not in qrels.columns]
+    if missing:
+        raise DataError(f"qrels lack column(s) {missing}; found {list(qrels.columns)}")
     labels = pd.to_numeric(qrels["label"], errors="coerce")
-    bad = labels.isna() | (labels != np.round(labels))
+    bad = labels.isna() | (labels != labels.round())
     if bad.any():
         row = qrels[bad].iloc[0]
-        raise ValueError(f"qrels column 'label' must hold integers; found {row['label']!r} "
-                         f"(qid {row['qid']!r}, docno {row['docno']!r}) and {int(bad.sum()) - 1} more")
-    frame = pd.DataFrame({"qid": qrels["qid"].astype(str), "docno": qrels["docno"].astype(str),
-                          "label": labels.astype(int)})
-    dup = frame.duplicated(["qid", "docno"], keep=False)
-    if dup.any():
-        first = frame[dup].iloc[0]
-        raise ValueError(f"qrels label the same (qid, docno) more than once, e.g. ({first.qid!r}, {first.docno!r}) "
-                         f"({int(dup.sum())} rows); keep one label per pair")
-    out: dict[str, dict[str, int]] = {}
-    for qid, docno, label in zip(frame["qid"], frame["docno"], frame["label"]):
-        out.setdefault(qid, {})[docno] = int(label)
-    return out
-
-
-def _run_frame(run: pd.DataFrame) -> pd.DataFrame:
-    """qid, docno (str) and an evaluation score that orders each query's documents strictly: by rank when given,
-    else by score descending, ties broken by docno descending (trec_eval's rule), so that every ir_measures
-    provider sees the same ranking."""
-    keys = [c for c in ("rank", "score") if c in run.columns]
-    if not keys:
-        raise ValueError(f"run needs a 'score' or a 'rank' column to order documents; found {list(run.columns)}")
-    frame = pd.DataFrame({"qid": run["qid"].astype(str).to_numpy(), "docno": run["docno"].astype(str).to_numpy()})
-    for key in keys:
-        values = pd.to_numeric(run[key], errors="coerce").astype(float).to_numpy()
-        if np.isnan(values).any():
-            raise ValueError(f"run column {key!r} has {int(np.isnan(values).sum())} missing or non-numeric values")
-        frame[key] = values
-    dup = frame.duplicated(["qid", "docno"], keep=False)
-    if dup.any():
-        first = frame[dup].iloc[0]
-        raise ValueError(f"run lists the same document twice for a query, e.g. ({first.qid!r}, {first.docno!r}) "
-                         f"({int(dup.sum())} rows); a ranking holds each document once")
-    frame = frame.sort_values(["qid", *keys, "docno"], ascending=[True, *[k == "rank" for k in keys], False],
-                              kind="stable")
-    frame["score"] = -frame.groupby("qid").cumcount().astype(float)
-    return frame[["qid", "docno", "score"]]
-
-
-def per_query(run: pd.DataFrame, qrels: pd.DataFrame, measures, *, condensed: bool = False,
-              queries=None) -> pd.DataFrame:
-    """Per-query values of ``measures`` for ``run`` against ``qrels``: DataFrame[qid, measure, value].
-
-    ``run``: qid, docno and score and/or rank. ``qrels``: qid, docno, label (integers). ``measures``: measure
-    objects (see :func:`superb.eval.measures.parse_measures`) or names. ``queries``: the evaluated topic set (qids,
-    or a DataFrame with a qid column); default all qrels queries. ``measure`` holds ``repr(measure)``.
-
-    Every query of the topic set gets a value for every measure; those the evaluator cannot score are 0.
-    ``result.attrs`` counts it all: ``n_queries``, ``missing_from_run`` (topic qids the run does not answer),
-    ``unjudged_queries`` (topic qids without any qrels), ``ignored_run_queries`` (run qids outside the topic set,
-    dropped), ``condensed_removed`` (unjudged run rows removed when ``condensed``), ``filled_zero`` (cells set to 0).
-    """
-    import ir_measures
-
-    _require(run, RUN_COLUMNS, "run")
-    _require(qrels, QREL_COLUMNS, "qrels")
-    measures = _as_measures(measures)
-    topic = _topic_set(queries, qrels)
-    topic_set = set(topic)
-    qrels_d = _qrels_dict(qrels)
-    frame = _run_frame(run)
-
-    run_qids = set(frame["qid"])
-    ignored = sorted(run_qids - topic_set)
-    frame = frame[frame["qid"].isin(topic_set)]
-    removed = 0
-    if condensed:
-        labelled = {f"{q}\x00{d}" for q, docs in qrels_d.items() for d in docs}
-        judged = (frame["qid"] + "\x00" + frame["docno"]).isin(labelled).to_numpy()
-        removed = int((~judged).sum())
-        frame = frame[judged]
-
-    run_d: dict[str, dict[str, float]] = {}
-    for qid, docno, score in zip(frame["qid"], frame["docno"], frame["score"]):
-        run_d.setdefault(qid, {})[docno] = float(score)
-    qrels_topic = {q: d for q, d in qrels_d.items() if q in topic_set}
-
-    values: dict[tuple[str, str], float] = {}
-    if run_d and qrels_topic:
-        native = [m for m in measures if ir_measures.pytrec_eval.supports(m)]
-        other = [m for m in measures if not ir_measures.pytrec_eval.supports(m)]
-        results = []
-        if native:
-            results.append(ir_measures.pytrec_eval.iter_calc(native, qrels_topic, run_d))
-        if other:  # e.g. Judged@10: ir_measures picks a provider, or raises naming the pip command
-            results.append(ir_measures.iter_calc(other, qrels_topic, run_d))
-        for result in results:
-            for metric in result:
-                values[(str(metric.query_id), repr(metric.measure))] = float(metric.value)
-
-    names = [repr(m) for m in measures]
-    rows = [(qid, name, values.get((qid, name), np.nan)) for qid in topic for name in names]
-    out = pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
-    filled = int(out["value"].isna().sum())
-    out["value"] = out["value"].fillna(0.0).astype(float)
-    out.attrs.update({
-        "n_queries": len(topic),
-        "missing_from_run": sorted(topic_set - run_qids),
-        "unjudged_queries": sorted(topic_set - set(qrels_d)),
-        "ignored_run_queries": ignored,
-        "condensed_removed": removed,
-        "filled_zero": filled,
-    })
-    return out
-
-
-def per_query_systems(runs, qrels: pd.DataFrame, measures, *, condensed: bool = False,
-                      queries=None) -> pd.DataFrame:
-    """:func:`per_query` for several systems, stacked: DataFrame[system, qid, measure, value] (the input of
-    :func:`superb.eval.report.compare`). ``runs`` maps system name -> run. ``result.attrs["coverage"]`` holds each
-    system's counters (missing_from_run, condensed_removed, filled_zero, ...)."""
-    if not runs:
-        raise ValueError("runs is empty: give at least one system name -> run DataFrame")
-    frames, coverage = [], {}
-    for system, run in runs.items():
-        one = per_query(run, qrels, measures, condensed=condensed, queries=queries)
-        coverage[str(system)] = dict(one.attrs)
-        frames.append(one.assign(system=str(system))[["system", *OUTPUT_COLUMNS]])
-    out = pd.concat(frames, ignore_index=True)
-    out.attrs["coverage"] = coverage
-    return out
+        raise DataError(f"qrels column 'label' must hold integers; found {row['label']!r} (qid {row['qid']!r}, "
+                        f"docno {row['docno']!r}) and {int(bad.sum()) - 1} more")
+    frame = pd.DataFrame({"qid": qrels["qid"].astype(str).astype(object),
+                          "docno": qrels["docno"].astype(str).astype(object), "label": labels.astype(int)})
+    if frame.duplicated(["qid", "docno"]).any():
+        first = frame[frame.duplicated(["qid", "docno"])].iloc[0]
+        raise DataError(f"qrels label ({first['qid']!r}, {first['docno']!r}) more than once; keep one label per pair")
+    return frame

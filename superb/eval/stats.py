@@ -16,16 +16,23 @@ Tests (``x`` and ``y`` are per-query values of two systems on the same queries, 
 If the two systems agree on every query (all differences zero) there is no evidence either way: the p-value is NaN,
 which every correction treats as "not tested" (never a rejection).
 
+:class:`PairedTest` is a test as ``pt.Experiment``'s ``test`` callable (``test(x, y)[1]`` is the p-value), so the
+spec's test, ``n_resamples`` and seed reach pt.Experiment unchanged.
+
 Corrections (``correct``): Holm's step-down and Bonferroni, same values and decisions as
 ``statsmodels.stats.multitest.multipletests`` on the non-NaN p-values; NaN p-values stay NaN, are not counted in the
-family size m, and are never rejected.
+family size m, and are never rejected. ``pt.Experiment(correction="holm")`` hands the NaN of an identical system to
+statsmodels, which counts it in m and, when every other p of the family is rejected, marks it significant too;
+:func:`correct_experiment` applies ``correct`` to a pt.Experiment result instead (same columns as pt.Experiment's).
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 TESTS = ("t", "wilcoxon", "randomization")
 CORRECTIONS = ("holm", "bonferroni", "none")
@@ -143,3 +150,39 @@ def correct(pvalues, method: str = "holm", alpha: float = 0.05) -> tuple[np.ndar
     corrected[tested] = adj
     reject[tested] = rej
     return corrected, reject
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A two-sided paired test as ``pt.Experiment``'s ``test`` callable: ``test(x, y) -> (None, p)``, ``x`` the
+    system's per-query values, ``y`` the baseline's (pt.Experiment's order). p is NaN when x == y on every query."""
+
+    name: str = "t"
+    n_resamples: int = 10_000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.name not in TESTS:
+            raise ValueError(f"unknown test {self.name!r}; choose one of {list(TESTS)}")
+        if isinstance(self.n_resamples, bool) or not isinstance(self.n_resamples, int) or self.n_resamples < 1:
+            raise ValueError(f"n_resamples must be a positive integer, found {self.n_resamples!r}")
+
+    def __call__(self, x, y) -> tuple[None, float]:
+        return None, paired_pvalue(x, y, self.name, n_resamples=self.n_resamples, seed=self.seed)
+
+
+def correct_experiment(result: pd.DataFrame, method: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
+    """A ``pt.Experiment(..., baseline=...)`` result (without ``correction``) with, after each "<measure> p-value"
+    column, "<measure> reject" and "<measure> p-value corrected": :func:`correct` over the rows of that column (one
+    family per measure; the baseline row and identical systems have NaN p and are neither counted nor rejected)."""
+    columns = [c for c in result.columns if str(c).endswith(" p-value")]
+    if not columns:
+        raise ValueError("the pt.Experiment result has no '<measure> p-value' columns: run it with baseline=<index>")
+    out = result.copy()
+    for col in columns:
+        p = pd.to_numeric(out[col], errors="coerce").to_numpy(dtype=float)
+        corrected, reject = correct(p, method, alpha)
+        at = out.columns.get_loc(col)
+        out.insert(at + 1, col.replace(" p-value", " reject"), reject)
+        out.insert(at + 2, col + " corrected", corrected)
+    return out

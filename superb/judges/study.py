@@ -2,8 +2,10 @@
 LLM judge's labels): how far the ordering of systems agrees (Kendall's tau per measure) and which significance
 verdicts against a baseline flip.
 
-Both evaluations use ONE topic set: by default the queries judged in both qrels, so that a difference comes from the
-labels and not from the queries. Documents a qrels set does not label count as non-relevant (the usual TREC rule).
+The two label sets are two views of the runs (superb.eval.evaluate.View), evaluated by the same code as `superb run`
+tables (pt.Experiment, NaN-aware correction). Both use ONE topic set: by default the queries judged in both qrels,
+so that a difference comes from the labels and not from the queries. Documents a qrels set does not label count as
+non-relevant (the usual TREC rule), or are removed before scoring with ``condensed=True``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pandas as pd
 @dataclass
 class LabelStudy:
     perquery: pd.DataFrame  # labels, system, qid, measure, value
-    tables: dict[str, pd.DataFrame]  # labels name -> superb.eval.report.compare table
+    tables: dict[str, pd.DataFrame]  # labels name -> superb.eval.evaluate.significance table of that view
     tau: pd.DataFrame  # measure, n_systems, tau, p, discordant_pairs, order_<a>, order_<b>
     flips: pd.DataFrame  # system, baseline, measure, verdict_<a>, verdict_<b>, p_corrected_<a>, p_corrected_<b>
     names: tuple[str, str]
@@ -30,18 +32,6 @@ def common_queries(qrels_a: pd.DataFrame, qrels_b: pd.DataFrame) -> list[str]:
     if not both:
         raise ValueError("the two qrels share no query: nothing to compare (check that both use the same qids)")
     return sorted(both)
-
-
-def evaluate_under(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, measures, queries: Sequence[str],
-                   *, condensed: bool = False) -> pd.DataFrame:
-    """Per-query values of every run under one qrels set: DataFrame[system, qid, measure, value]."""
-    from superb.eval.evaluate import per_query
-
-    frames = []
-    for system, run in runs.items():
-        pq = per_query(run, qrels, measures, condensed=condensed, queries=list(queries))
-        frames.append(pq.assign(system=system))
-    return pd.concat(frames, ignore_index=True)[["system", "qid", "measure", "value"]]
 
 
 def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Sequence[str] = ("a", "b"),
@@ -88,7 +78,7 @@ def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names:
 
 def verdict_flips(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[str] = ("a", "b"),
                   only_flips: bool = True) -> pd.DataFrame:
-    """Rows of two superb.eval.report.compare tables (same systems and measures) whose verdicts differ
+    """Rows of two significance tables (same systems and measures) whose verdicts differ
     ("better", "worse", "n.s.", "untested"); rows without a baseline are skipped. ``only_flips=False`` keeps all."""
     a_name, b_name = names
     keys = ["system", "measure"]
@@ -111,18 +101,24 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
     """Evaluate ``runs`` (system -> run frame) under both qrels on one topic set (default: queries judged in both),
     test each system against ``baselines[system]`` under each, and compare orderings and verdicts. ``bootstrap``
     (superb.judges.bootstrap.QueryBootstrap) adds 95% intervals for Kendall's tau (tau_low, tau_high)."""
-    from superb.eval.report import compare
+    from superb.eval.evaluate import View, families, per_query, significance
+    from superb.eval.measures import parse_measure
+    from superb.eval.stats import PairedTest
 
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"names must be two different labels for the qrels sets, got {list(names)}")
     if not runs:
         raise ValueError("no runs given: a label study compares at least two systems")
+    measures = [parse_measure(m) if isinstance(m, str) else m for m in measures]
     topic = sorted(str(q) for q in queries) if queries is not None else common_queries(qrels_a, qrels_b)
-    pq_a = evaluate_under(runs, qrels_a, measures, topic, condensed=condensed)
-    pq_b = evaluate_under(runs, qrels_b, measures, topic, condensed=condensed)
-    order = list(runs)
-    tables = {name: compare(pq, baselines, test=test, correction=correction, alpha=alpha, order=order, seed=seed)
-              for name, pq in zip(names, (pq_a, pq_b))}
+    topics = pd.DataFrame({"qid": topic, "query": ""})
+    runs = {s: r[r["qid"].astype(str).isin(set(topic))] for s, r in runs.items()}
+    views = [View(names[0], qrels_a, condensed), View(names[1], qrels_b, condensed)]
+    pq = {v.name: per_query(runs, topics, v, measures) for v in views}
+    table = significance(runs, topics, views, measures, families(baselines), test=PairedTest(test, seed=seed),
+                         correction=correction, alpha=alpha, perquery=pd.concat(pq.values(), ignore_index=True))
+    tables = {n: table[table["view"] == n].drop(columns="view").reset_index(drop=True) for n in names}
+    pq_a, pq_b = (pq[n].drop(columns="view") for n in names)
     perquery = pd.concat([pq_a.assign(labels=names[0]), pq_b.assign(labels=names[1])], ignore_index=True)
     return LabelStudy(perquery=perquery[["labels", "system", "qid", "measure", "value"]], tables=tables,
                       tau=ranking_agreement(pq_a, pq_b, names, bootstrap=bootstrap),

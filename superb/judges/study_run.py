@@ -33,23 +33,6 @@ from superb.judges.records import Judgment
 from superb.judges.spec import LabelStudySpec
 
 
-def read_trec_run(path: str | Path) -> pd.DataFrame:
-    """qid, docno, rank, score of a TREC run file (``qid Q0 docno rank score tag``)."""
-    rows = []
-    with open(path, encoding="utf-8") as src:
-        for n, line in enumerate(src, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) < 5:
-                raise DataError(f"{path}, line {n}: expected 'qid Q0 docno rank score tag', found {line.strip()!r}")
-            try:
-                rows.append((parts[0], parts[2], int(parts[3]), float(parts[4])))
-            except ValueError:
-                raise DataError(f"{path}, line {n}: rank and score must be numbers, found {line.strip()!r}") from None
-    return pd.DataFrame(rows, columns=["qid", "docno", "rank", "score"])
-
-
 def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_name: str
                      ) -> tuple[dict[str, pd.DataFrame], dict[str, str | None], dict]:
     """Runs and baselines of a `superb run` results folder (systems.json, runs/*.run, provenance.json's spec).
@@ -80,20 +63,23 @@ def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_n
             untested.append(f"{s} (baseline {b} not selected)")
             b = None
         baselines[s] = b
-    runs = {s: read_trec_run(folder / systems[s]) for s in names}
+    from superb.results import read_run
+
+    runs = {s: read_run(folder / systems[s]) for s in names}
     return runs, baselines, {"source": str(folder), "untested_without_baseline": untested}
 
 
 def runs_from_first_stages(systems: Sequence[Mapping[str, Any]], dataset: Any, topics: pd.DataFrame
                            ) -> tuple[dict[str, pd.DataFrame], dict[str, str | None], dict]:
-    """Run each {name, first_stage, baseline} on the selected queries."""
-    from superb.pipelines import from_spec
+    """Run each {name, first_stage, baseline} on the selected queries, as `superb run` runs its pipelines."""
+    from superb.experiment import run_systems
+    from superb.spec import PipelineSpec
 
-    runs, baselines = {}, {}
-    for i, s in enumerate(systems):
-        stage = from_spec(s["first_stage"], dataset, path=f"label_study.systems[{i}].first_stage")
-        runs[s["name"]] = stage(topics[["qid", "query"]].astype({"qid": str}))
-        baselines[s["name"]] = s.get("baseline")
+    pipelines = tuple(PipelineSpec(name=s["name"], path=f"label_study.systems[{i}]", first_stage=s["first_stage"],
+                                   baseline=s.get("baseline")) for i, s in enumerate(systems))
+    done = run_systems(pipelines, dataset, topics[["qid", "query"]].astype({"qid": str}))
+    runs = {name: result.run for name, result in done.items()}
+    baselines = {p.name: p.baseline for p in pipelines}
     return runs, baselines, {"source": "first stages run on the selected queries", "untested_without_baseline": []}
 
 

@@ -1,0 +1,72 @@
+"""Tied scores, broken once: the rule every superb run follows, so that any tool computes the same numbers from it.
+
+trec_eval (and pytrec_eval, hence ir_measures and ``pt.Experiment``) orders each query's documents by score
+descending and breaks ties by docno DESCENDING. A run whose rank order follows another rule (the engine's docid
+order, docno ascending...) is evaluated in a different order than the system produced, and a top-k reranker sees an
+arbitrary subset when a tie straddles rank k.
+
+So the first stage orders its documents once by :func:`trec_order` and ranks them in that order: what a top-k
+reranker sees is fixed, and it is the order trec_eval would use. Scores stay the engine's (a reranker that fuses
+them with its own, after min-max normalisation, sees the real values). Where a run is written to a file or
+evaluated, :func:`strictly_decreasing` rounds the scores to 32-bit floats -- trec_eval, hence pytrec_eval, ir_measures
+and pt.Experiment, compare scores as 32-bit floats, so two doubles closer than that are a tie to them, broken by
+docno -- and lowers every score that is not below its predecessor in rank order to the next 32-bit float below it.
+The written scores then strictly decrease in rank order for every tool (trec_eval, every ir_measures provider,
+pt.Experiment), and each is exactly representable, so the separation survives a TREC file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+TIE_RULE = ("ranks: score descending, then docno descending (trec_eval's rule), decided once at the first stage; "
+            "files: scores as 32-bit floats (trec_eval's precision), lowered one 32-bit step below their predecessor "
+            "where not already below it, so they strictly decrease in rank order")
+
+
+def trec_order(run: pd.DataFrame) -> pd.DataFrame:
+    """Each query's rows by score descending, then docno descending; queries keep their order of first
+    appearance; the index is reset. Scores are unchanged."""
+    if run.empty:
+        return run.reset_index(drop=True)
+    frame = run.assign(_q=pd.factorize(run["qid"])[0], _docno=run["docno"].astype(str),
+                       _score=pd.to_numeric(run["score"], errors="raise").astype("float64"))
+    frame = frame.sort_values(["_q", "_score", "_docno"], ascending=[True, False, False], kind="mergesort")
+    return frame.drop(columns=["_q", "_docno", "_score"]).reset_index(drop=True)
+
+
+def strictly_decreasing(run: pd.DataFrame) -> pd.DataFrame:
+    """``run`` in rank order (its ``rank`` column, the system's decision; without one, :func:`trec_order`) with
+    each query's scores strictly decreasing as 32-bit floats: a score not below its predecessor is lowered to the
+    next 32-bit float below it (values stored as float64, exactly)."""
+    if run.empty:
+        return run.reset_index(drop=True)
+    if "rank" in run.columns:
+        frame = run.assign(_q=pd.factorize(run["qid"])[0]).sort_values(["_q", "rank"], kind="mergesort")
+        frame = frame.drop(columns="_q").reset_index(drop=True)
+    else:
+        frame = trec_order(run)
+    scores = pd.to_numeric(frame["score"], errors="raise").to_numpy(dtype="float64").astype(np.float32)
+    _separate(scores, pd.factorize(frame["qid"])[0])
+    return frame.assign(score=scores.astype(np.float64))
+
+
+def _separate(scores: np.ndarray, queries: np.ndarray) -> None:
+    """In place: within each query, lower every score that is not below its predecessor to the next value below it
+    (in the array's own precision)."""
+    same_query = queries[1:] == queries[:-1]
+    if not (same_query & (scores[1:] >= scores[:-1])).any():
+        return
+    for i in range(1, len(scores)):
+        if queries[i] == queries[i - 1] and scores[i] >= scores[i - 1]:
+            scores[i] = np.nextafter(scores[i - 1], scores.dtype.type(-np.inf))
+
+
+def is_strictly_decreasing(run: pd.DataFrame) -> bool:
+    """True when, in rank order (else row order), each query's scores strictly decrease as 32-bit floats (as
+    trec_eval reads them)."""
+    frame = run.sort_values(["qid", "rank"], kind="mergesort") if "rank" in run.columns else run
+    same = frame["qid"].to_numpy()[1:] == frame["qid"].to_numpy()[:-1]
+    scores = frame["score"].to_numpy(dtype="float64").astype(np.float32)
+    return bool(not (same & (scores[1:] >= scores[:-1])).any())

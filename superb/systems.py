@@ -1,0 +1,95 @@
+"""The systems of a spec as PyTerrier pipelines: each one a ``>>`` composition of a first stage and its rerankers.
+
+``BM25 >> pointwise`` in a spec (``input = "BM25"``, ``rerank = [...]``) becomes ``bm25 >> PointwiseReranker(...)``,
+where ``bm25`` is the SAME transformer object as the ``BM25`` system, wrapped in :class:`Memo`: the first pipeline
+that runs it retrieves, every later one reads the stored frame. So the BM25 run that eight rerankers read is
+retrieved once, and each system stays a plain ``pt.Transformer`` that a Python user can also call or hand to
+``pt.Experiment`` directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyterrier as pt
+
+from superb.spec import PipelineSpec
+
+
+class Memo(pt.Transformer):
+    """Runs ``inner`` once per distinct input (its qid and query columns) and returns a copy of the stored output on
+    later calls: a shared pipeline prefix computed once. An empty input goes straight to ``inner`` (how
+    ``pt.Experiment`` inspects a pipeline)."""
+
+    def __init__(self, inner: pt.Transformer, name: str = ""):
+        self.inner = inner
+        self.name = name
+        self.runs = 0  # how often ``inner`` actually ran
+        self._done: dict[int, pd.DataFrame] = {}
+
+    def __repr__(self) -> str:
+        return f"Memo({self.name or self.inner!r})"
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if len(inp) == 0:
+            return self.inner.transform(inp)
+        columns = [c for c in ("qid", "query") if c in inp.columns]
+        key = int(pd.util.hash_pandas_object(inp[columns], index=False).sum()) ^ len(inp)
+        if key not in self._done:
+            self._done[key] = self.inner.transform(inp)
+            self.runs += 1
+        return self._done[key].copy()
+
+
+@dataclass
+class System:
+    """One spec pipeline: its name, the ``>>`` pipeline that computes it, and its OWN components (a first stage, or
+    the rerankers it adds to its input), whose counters are its stats."""
+
+    name: str
+    pipeline: pt.Transformer
+    components: list[Any] = field(default_factory=list)
+
+    def stats(self) -> dict[str, int]:
+        """The numeric counters of this system's own components, summed (lists such as qids stay with them)."""
+        out: dict[str, int] = {}
+        for component in self.components:
+            for key, value in dict(getattr(component, "stats", {}) or {}).items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    out[str(key)] = out.get(str(key), 0) + int(value)
+        return out
+
+
+def build_systems(pipelines: tuple[PipelineSpec, ...], dataset: Any, *, llm: Any = None, seed: int = 0,
+                  progress: bool = True) -> dict[str, System]:
+    """The spec's pipelines as :class:`System` objects, in spec order. Nothing runs yet."""
+    from superb.pipelines import from_spec
+
+    systems: dict[str, System] = {}
+    for p in pipelines:
+        if p.first_stage is not None:
+            stage = from_spec(p.first_stage, dataset, path=f"{p.path}.first_stage")
+            systems[p.name] = System(p.name, Memo(stage, p.name), [stage])
+            continue
+        rerankers = _rerankers(p, dataset, llm, seed, progress)
+        pipeline = systems[p.input].pipeline
+        for reranker in rerankers:
+            pipeline = pipeline >> reranker
+        systems[p.name] = System(p.name, Memo(pipeline, p.name), rerankers)
+    return systems
+
+
+def _rerankers(p: PipelineSpec, dataset: Any, llm: Any, seed: int, progress: bool) -> list:
+    from superb.transformers import BuildContext, build_reranker
+
+    context = BuildContext(dataset=dataset, llm=llm, seed=seed)
+    out = []
+    for j, options in enumerate(p.rerank):
+        reranker = build_reranker(dict(options), context=context, path=f"{p.path}.rerank[{j}]")
+        if hasattr(reranker, "label"):  # the progress bar shows the pipeline, not the key path
+            reranker.label = p.name if len(p.rerank) == 1 else f"{p.name} [{options['type']}]"
+            reranker.progress = progress
+        out.append(reranker)
+    return out
