@@ -41,7 +41,7 @@ label_map = { "3" = 2 }            # judge label -> human label, when the scales
 [label_study]                      # optional, needs [judge]: do the judge's labels change the conclusions?
 runs = "results/chorus_first_stage"   # reuse the TREC runs of a `superb run` folder (relative to the current
                                    # directory); baselines from its provenance.json spec
-select = ["PISA BM25", "PISA RM3"] # optional: only these systems of the folder
+select = ["PISA BM25", "PISA RM3 (fb_docs=10)"]   # optional: only these systems of the folder
 # ... or run first stages on the selected queries (exactly one of runs / systems), each a table:
 # [[label_study.systems]]  name = "RM3", first_stage = { engine = "pisa", model = "rm3" }, baseline = "BM25"
 measures = ["nDCG@10", "P@10"]     # default; binary measures use [agreement] rel (else the data set's)

@@ -1,0 +1,111 @@
+"""Every committed results folder re-derives from its own files by a path independent of superb: ir_measures reads
+runs/*.run and qrels.trec (as trec_eval would), scipy tests the per-query values, statsmodels corrects them; the
+means, p-values, corrected p-values and family sizes must be table.csv's.
+
+Folders written before ties were broken at the first stage (issue 10) carry first-stage runs with tied scores, whose
+rank order is not trec_eval's: their systems are checked only where both run files have strictly decreasing scores,
+and test_run_files_have_strictly_decreasing_scores marks them (strict xfail: it fails once they are re-run, so the
+mark comes off)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ir_measures
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+FOLDERS = sorted(p.parent.name for p in RESULTS.glob("*/table.csv"))
+BEFORE_TIE_RULE = {name for name in FOLDERS
+                   if "ties" not in json.loads((RESULTS / name / "provenance.json").read_text())}
+
+
+@pytest.fixture(autouse=True)
+def no_gc_in_statsmodels(monkeypatch):
+    monkeypatch.setattr("gc.collect", lambda *args: 0)  # statsmodels' Holm collects garbage on every call
+
+
+def read_run(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "q0", "docno", "rank", "score", "tag"],
+                       dtype={"qid": str, "docno": str})
+
+
+def strictly_decreasing(run: pd.DataFrame) -> bool:
+    """As trec_eval reads scores: 32-bit floats, in rank order."""
+    run = run.sort_values(["qid", "rank"], kind="mergesort")
+    same = run["qid"].to_numpy()[1:] == run["qid"].to_numpy()[:-1]
+    scores = run["score"].to_numpy().astype(np.float32)
+    return not (same & (scores[1:] >= scores[:-1])).any()
+
+
+def folder_data(name: str):
+    folder = RESULTS / name
+    table = pd.read_csv(folder / "table.csv")
+    if "view" not in table.columns:
+        table = table.assign(view="full", family=np.where(table["baseline"].notna(), "baseline:" +
+                                                          table["baseline"].fillna(""), ""))
+    systems = json.loads((folder / "systems.json").read_text())
+    qrels = list(ir_measures.read_trec_qrels(str(folder / "qrels.trec")))
+    topics = set(pd.read_csv(folder / "topics.tsv", sep="\t", header=None, dtype=str)[0])
+    runs = {s: read_run(folder / f) for s, f in systems.items()}
+    return table, runs, qrels, topics
+
+
+def per_query(run: pd.DataFrame, qrels, topics: set, measure: str, view: str) -> pd.Series:
+    m = ir_measures.parse_measure(measure)
+    if view == "condensed":
+        m = m(judged_only=True)
+    judged = {q.query_id for q in qrels} & topics
+    scored = [ir_measures.ScoredDoc(q, d, s) for q, d, s in zip(run["qid"], run["docno"], run["score"])]
+    values = {r.query_id: r.value for r in ir_measures.iter_calc([m], qrels, scored) if r.query_id in judged}
+    return pd.Series(values).sort_index()
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_table_re_derives_from_the_run_files(name):
+    table, runs, qrels, topics = folder_data(name)
+    strict = {s for s, r in runs.items() if strictly_decreasing(r)}
+    if name not in BEFORE_TIE_RULE:
+        assert strict == set(runs)
+    evaluation = json.loads((RESULTS / name / "provenance.json").read_text())["spec"].get("evaluation", {})
+    test, correction = evaluation.get("test", "t"), evaluation.get("correction", "holm")
+    checked = 0
+    for (view, measure), rows in table.groupby(["view", "measure"]):
+        values = {s: per_query(runs[s], qrels, topics, measure, view) for s in strict}
+        for r in rows.itertuples():
+            if r.system not in strict:
+                continue
+            assert r.mean == pytest.approx(values[r.system].mean(), abs=1e-12), (r.system, view, measure)
+            assert r.n_queries == len(values[r.system])
+            checked += 1
+            if not r.family or (isinstance(r.family, float) and np.isnan(r.family)) or r.baseline not in strict:
+                continue
+            x, y = values[r.system], values[r.baseline]
+            if (x == y).all():
+                assert np.isnan(r.p) and r.verdict == "untested"
+            elif test == "t":
+                assert r.p == pytest.approx(stats.ttest_rel(x, y).pvalue, rel=1e-9), (r.system, view, measure)
+        for family, group in rows[rows["family"].fillna("") != ""].groupby("family"):
+            if not set(group["system"]) | {group["baseline"].iloc[0]} <= strict:
+                continue
+            tested = group.dropna(subset=["p"])
+            assert (group["family_size"] == len(tested)).all(), (family, view, measure)
+            if len(tested) and correction != "none":
+                reject, corrected, _, _ = multipletests(tested["p"], alpha=evaluation.get("alpha", 0.05),
+                                                        method=correction)
+                np.testing.assert_allclose(tested["p_corrected"], corrected, rtol=1e-9)
+                assert tested["reject"].tolist() == list(reject)
+    assert checked > 0
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+    strict=True, reason="written before first-stage ties were broken (issue 10); the lead re-runs it"))
+    if n in BEFORE_TIE_RULE else n for n in FOLDERS])
+def test_run_files_have_strictly_decreasing_scores(name):
+    _, runs, _, _ = folder_data(name)
+    assert [s for s, r in runs.items() if not strictly_decreasing(r)] == []
