@@ -98,7 +98,8 @@ def _mark(row) -> str:
 
 def family_sizes(table: pd.DataFrame) -> dict[str, str]:
     """Per family (the system tested against): its size m, and the measures (and views) where m differs, e.g.
-    ``{"BM25": "8 (7 on P(rel=2)@20, nDCG@20)"}``; m counts only systems that differ from it (NaN p excluded)."""
+    ``{"BM25": "8 (7 on P(rel=2)@20, nDCG@20; 1 on P(rel=2)@5)"}``; m counts only systems that differ from it (NaN
+    p excluded)."""
     out = {}
     views = table["view"].nunique()
     tested = table[table["family"].fillna("") != ""]
@@ -109,7 +110,8 @@ def family_sizes(table: pd.DataFrame) -> dict[str, str]:
         for (view, measure), m in sizes.items():
             if m != common:
                 other.setdefault(int(m), []).append(measure if views == 1 else f"{measure} [{view}]")
-        text = f"{common}" + "".join(f" ({m} on {', '.join(names)})" for m, names in sorted(other.items()))
+        exceptions = "; ".join(f"{m} on {', '.join(names)}" for m, names in sorted(other.items()))
+        text = f"{common} ({exceptions})" if exceptions else f"{common}"
         out[str(against)] = text
     return out
 
