@@ -80,6 +80,13 @@ def test_run_writes_results_and_rerun_repeats_no_call(home, capsys):
         assert first_calls == len(QUERIES)  # one listwise window of 10 per query
         assert main(["run", str(spec), "--out", str(out)]) == 0
         assert srv.requests == first_calls, "the re-run must be served from the response cache"
+        capsys.readouterr()
+        # the dry run consults the same cache: every request is served, none would be a call, nothing is written
+        assert main(["run", str(spec), "--out", str(home / "dry"), "--dry-run"]) == 0
+        printed = capsys.readouterr().out
+        assert f"dry run: 0 calls the real run would make (prompt tokens estimated), {len(QUERIES)} requests " \
+               f"served by the response cache {home / 'cache.sqlite'}" in printed
+        assert srv.requests == first_calls and not (home / "dry").exists()
 
     for name in ["table.md", "table.csv", "perquery.csv", "usage.csv", "qrels.trec", "topics.tsv",
                  "provenance.json", "systems.json", "cost.png"]:
