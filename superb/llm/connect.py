@@ -81,12 +81,44 @@ def connect(config: LLMConfig, *, usage: Usage | None = None) -> tuple[LLMClient
     return client, stack.close
 
 
+EMBEDDED_URL_ENV = "SUPERB_EMBEDDED_URL"
+
+
+def running_embedded_server(alias: str) -> str | None:
+    """The URL of an embedded model already served by ``superb llm serve`` (named by SUPERB_EMBEDDED_URL), checked to
+    serve ``alias``; None when the variable is unset. Serve once, run many specs: each spec then starts no server."""
+    url = os.environ.get(EMBEDDED_URL_ENV, "").strip().rstrip("/")
+    if not url:
+        return None
+    import json
+    import urllib.request
+
+    from superb.errors import LLMError
+
+    try:
+        with urllib.request.urlopen(f"{url}/models", timeout=10.0) as answer:
+            listed = json.loads(answer.read())
+    except (OSError, ValueError) as exc:
+        raise LLMError(f"{EMBEDDED_URL_ENV}={url}: no OpenAI-compatible server answers at {url}/models ({exc}); start "
+                       f"one with `superb llm serve`, or unset {EMBEDDED_URL_ENV} to let superb start its own") from None
+    ids = {str(m.get("id")) for m in listed.get("data", []) if isinstance(m, dict)}
+    if alias not in ids:
+        raise LLMError(f"{EMBEDDED_URL_ENV}={url} serves {sorted(ids)}, not the spec's embedded model {alias!r}; start "
+                       f"`superb llm serve --model ...` with that model, or unset {EMBEDDED_URL_ENV}")
+    return url
+
+
 def _embedded_starter(config: LLMConfig, key: str, stack: ExitStack,
                       info: dict[str, Any]) -> Callable[[], LLMConfig]:
     """Starts the embedded server (resolving, and if need be downloading, the model file) when the client first needs
-    it; a run answered entirely from the cache never does. The server stops with the client's other resources."""
+    it; a run answered entirely from the cache never does. The server stops with the client's other resources. With
+    SUPERB_EMBEDDED_URL set, the model already served there is used instead (see running_embedded_server)."""
 
     def start() -> LLMConfig:
+        served = running_embedded_server(config.model)
+        if served is not None:
+            info.update(server_started=False, endpoints=[served], served_by=f"{EMBEDDED_URL_ENV} (superb llm serve)")
+            return config.with_(base_urls=(served,))
         from superb.llm.model import resolve_model
         from superb.llm.server import EmbeddedServer
 
