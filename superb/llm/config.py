@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import urlparse
@@ -13,6 +15,50 @@ CACHE_MODES = ("normal", "read-only", "refresh", "off")
 FAILURE_POLICIES = ("record", "fail")
 EMBEDDED_MODELS = ("1.5b", "0.5b")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NUMBER = (int, float)
+# key -> (accepted Python types, what the message says is expected); bools are refused unless listed
+_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "model": ((str,), 'the model id as a string, e.g. "Qwen/Qwen2.5-7B-Instruct"'),
+    "base_urls": ((tuple, list), "a list of URLs"),
+    "api_key_env": ((str,), 'the NAME of an environment variable as a string, e.g. "OPENAI_API_KEY"'),
+    "concurrency": ((int,), "an integer >= 1"),
+    "timeout_s": (_NUMBER, "a number of seconds > 0"),
+    "max_retries": ((int,), "an integer >= 0"),
+    "backoff_s": (_NUMBER, "a number of seconds >= 0"),
+    "temperature": (_NUMBER, "a number from 0 to 2"),
+    "seed": ((int,), "an integer"),
+    "cache": ((str,), f"one of {', '.join(CACHE_MODES)}"),
+    "cache_path": ((str,), "a file path as a string"),
+    "on_failure": ((str,), f"one of {', '.join(FAILURE_POLICIES)}"),
+    "max_failure_share": (_NUMBER, "a number from 0 to 1 (the share of LLM requests that may fail)"),
+    "prices": ((dict,), "a table of model = {prompt = $/1M tokens, completion = $/1M tokens}"),
+    "embedded_model": ((str,), f"one of {', '.join(EMBEDDED_MODELS)}"),
+    "model_path": ((str,), "a GGUF file path as a string"),
+    "n_ctx": ((int,), "an integer >= 256"),
+    "threads": ((int,), "an integer >= 1"),
+    "n_parallel": ((int,), "an integer >= 1"),
+}
+_OPTIONAL = frozenset({"model", "temperature", "seed", "cache_path", "model_path"})
+# key, low, high, the allowed range in words (checked after the types)
+_RANGES: tuple[tuple[str, float, float, str], ...] = (
+    ("concurrency", 1, math.inf, ">= 1"),
+    ("timeout_s", 1e-9, math.inf, "> 0 seconds"),
+    ("max_retries", 0, math.inf, ">= 0"),
+    ("backoff_s", 0, math.inf, ">= 0 seconds"),
+    ("temperature", 0, 2, "from 0 to 2"),
+    ("max_failure_share", 0, 1, "from 0 to 1"),
+    ("n_ctx", 256, math.inf, ">= 256 tokens"),
+    ("threads", 1, math.inf, ">= 1"),
+    ("n_parallel", 1, math.inf, ">= 1"),
+)
+
+
+def _found(value: Any, *, secret: bool = False) -> str:
+    """How a bad value is shown in a message: type and value; a string that may be a secret only by its length."""
+    if secret and isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    return f"{type(value).__name__} {value!r}"
 
 
 @dataclass(frozen=True)
@@ -29,6 +75,7 @@ class LLMConfig:
     cache: str = "normal"  # normal | read-only | refresh | off
     cache_path: str | None = None  # default: superb.paths.llm_cache_path()
     on_failure: str = "record"  # record: a counted failed Completion; fail: raise LLMError
+    max_failure_share: float = 0.0  # record: failed requests / requests a run may have and still exit 0 (see cli)
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # model -> {prompt, completion} $ per 1M tokens
     embedded_model: str = "1.5b"  # 1.5b | 0.5b, when base_urls is empty
     model_path: str | None = None  # explicit GGUF file for the embedded server (else env SUPERB_MODEL_PATH, carriers)
@@ -38,6 +85,7 @@ class LLMConfig:
 
     def __post_init__(self) -> None:
         self.validate()
+        object.__setattr__(self, "base_urls", tuple(self.base_urls))
 
     # --- construction ------------------------------------------------------------------------------------------------
     @classmethod
@@ -55,46 +103,62 @@ class LLMConfig:
             if isinstance(urls, str):
                 urls = [urls]
             if not isinstance(urls, (list, tuple)) or not all(isinstance(u, str) for u in urls):
-                raise SpecError(f"{path}.base_urls", f"expected a list of URLs, found {urls!r}")
+                raise SpecError(f"{path}.base_urls", f"expected a list of URLs, found {_found(urls)}")
             table["base_urls"] = tuple(urls)
-        for name, kind in (("concurrency", int), ("max_retries", int), ("n_ctx", int), ("threads", int),
-                           ("n_parallel", int), ("timeout_s", (int, float)), ("backoff_s", (int, float))):
-            if name in table and (not isinstance(table[name], kind) or isinstance(table[name], bool)):
-                raise SpecError(f"{path}.{name}", f"expected a number, found {table[name]!r}")
         try:
             return cls(**table)
         except SpecError as e:
-            raise SpecError(f"{path}.{e.path}", str(e).split(": ", 1)[-1]) from None
+            detail = str(e)[len(e.path) + 2:] if e.path else str(e)
+            raise SpecError(f"{path}.{e.path}", detail) from None
 
     def validate(self) -> None:
-        def bad(key: str, msg: str) -> SpecError:
-            return SpecError(key, msg)
-
-        if self.cache not in CACHE_MODES:
-            raise bad("cache", f"found {self.cache!r}; expected one of {', '.join(CACHE_MODES)}")
-        if self.on_failure not in FAILURE_POLICIES:
-            raise bad("on_failure", f"found {self.on_failure!r}; expected one of {', '.join(FAILURE_POLICIES)}")
-        if self.embedded_model not in EMBEDDED_MODELS:
-            raise bad("embedded_model", f"found {self.embedded_model!r}; expected one of {', '.join(EMBEDDED_MODELS)}")
-        for key in ("concurrency", "n_ctx", "threads", "n_parallel"):
-            if getattr(self, key) < 1:
-                raise bad(key, f"must be >= 1, found {getattr(self, key)!r}")
-        if self.max_retries < 0:
-            raise bad("max_retries", f"must be >= 0, found {self.max_retries!r}")
-        if self.timeout_s <= 0 or self.backoff_s < 0:
-            raise bad("timeout_s", f"timeout_s must be > 0 and backoff_s >= 0, found {self.timeout_s}, {self.backoff_s}")
+        """Types first (a TOML typo such as ``temperature = "hot"`` must not reach an endpoint), then ranges. Each
+        error is a SpecError whose path is the key and whose message gives what was found and what is allowed."""
+        for key, (kinds, expected) in _TYPES.items():
+            value = getattr(self, key)
+            if value is None and key in _OPTIONAL:
+                continue
+            if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+                raise SpecError(key, f"expected {expected}, found {_found(value, secret=key == 'api_key_env')}")
+        for key, allowed in (("cache", CACHE_MODES), ("on_failure", FAILURE_POLICIES),
+                             ("embedded_model", EMBEDDED_MODELS)):
+            if getattr(self, key) not in allowed:
+                raise SpecError(key, f"found {getattr(self, key)!r}; expected one of {', '.join(allowed)}")
+        for key, low, high, what in _RANGES:
+            value = getattr(self, key)
+            if value is not None and not (low <= value <= high):
+                raise SpecError(key, f"must be {what}, found {value!r}")
+        if not _ENV_NAME.match(self.api_key_env):
+            raise SpecError("api_key_env", f"expected the NAME of an environment variable (letters, digits, _), "
+                                           f"found {_found(self.api_key_env, secret=True)}; put the key itself in "
+                                           f"that variable, never in the spec")
+        for key in ("model", "cache_path", "model_path"):
+            if getattr(self, key) is not None and not getattr(self, key).strip():
+                raise SpecError(key, "is empty; remove the key to use the default")
         for url in self.base_urls:
             if urlparse(url).scheme not in ("http", "https"):
-                raise bad("base_urls", f"{url!r} is not an http(s) URL, e.g. http://127.0.0.1:8080/v1")
+                raise SpecError("base_urls", f"{url!r} is not an http(s) URL, e.g. http://127.0.0.1:8080/v1")
         if self.base_urls and not self.model:
-            raise bad("model", "base_urls is set, so model (the id the endpoint serves) is required")
+            raise SpecError("model", "base_urls is set, so model (the id the endpoint serves) is required")
         for model, price in self.prices.items():
-            if (not isinstance(price, dict) or set(price) - {"prompt", "completion"}
-                    or not all(isinstance(v, (int, float)) and v >= 0 for v in price.values())):
-                raise bad(f"prices.{model}", f"expected {{prompt = $/1M, completion = $/1M}}, found {price!r}")
+            if (not isinstance(price, dict) or set(price) - {"prompt", "completion"} or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in price.values())):
+                raise SpecError(f"prices.{model}", f"expected {{prompt = $/1M, completion = $/1M}} (numbers >= 0), "
+                                                   f"found {price!r}")
 
     def with_(self, **changes: Any) -> "LLMConfig":
         return replace(self, **changes)
+
+    def failure_excess(self, failures: int, requests: int) -> str | None:
+        """None when ``failures`` among ``requests`` (calls made + cache hits) are acceptable under this config,
+        else why not: any failure is too many unless ``max_failure_share`` allows it (policy "record")."""
+        if failures <= 0:
+            return None
+        share = failures / max(requests, 1)
+        if share <= self.max_failure_share:
+            return None
+        return (f"{failures} of {requests} LLM requests failed ({share:.1%}), more than llm.max_failure_share = "
+                f"{self.max_failure_share:g}; their components used counted fallbacks")
 
     # --- derived -----------------------------------------------------------------------------------------------------
     @property
