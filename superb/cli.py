@@ -1,4 +1,9 @@
-"""The `superb` command: run experiments, show and compare results, serve or check the LLM, judge."""
+"""The `superb` command: run experiments, show and compare results, serve or check the LLM, judge.
+
+Exit codes: 0 done; 2 an error stopped the command (bad spec, missing data, an LLM endpoint that refuses every
+call); 3 (EXIT_LLM_FAILURES) `superb run` finished and wrote its results, but more LLM requests failed than
+``llm.max_failure_share`` allows (default 0: any failure), so some scores are fallbacks; 130 interrupted (Ctrl-C).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ import sys
 from pathlib import Path
 
 from superb.errors import SuperbError
+
+EXIT_LLM_FAILURES = 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +95,26 @@ def _cmd_run(args) -> int:
     write_results(result, out)
     print((out / "table.md").read_text(encoding="utf-8"))
     print(f"results written to {out}/ in {result.timings['total_s']:.1f} s")
-    return 0
+    return _llm_exit_code(spec, result)
+
+
+def _llm_exit_code(spec, result) -> int:
+    """Print the LLM request counts on stderr; EXIT_LLM_FAILURES when failures exceed llm.max_failure_share."""
+    totals = (result.llm_info or {}).get("usage_total")
+    if not totals:
+        return 0
+    from superb.llm import LLMConfig
+
+    calls, hits, failures = (int(totals.get(k, 0)) for k in ("calls", "cache_hits", "failures"))
+    print(f"superb: LLM requests: {calls + hits} ({calls} calls made, {hits} from the cache), {failures} failed",
+          file=sys.stderr)
+    excess = LLMConfig.from_spec(spec.llm or {}).failure_excess(failures, calls + hits)
+    if excess is None:
+        return 0
+    print(f"superb: {excess}. The results are written, but scores with fallbacks are not the method's; see the "
+          f"failures column. Fix the endpoint and run again (only the failed calls are repeated), or allow a share "
+          f"with llm.max_failure_share. Exit code {EXIT_LLM_FAILURES}.", file=sys.stderr)
+    return EXIT_LLM_FAILURES
 
 
 def _cmd_show(args) -> int:

@@ -54,6 +54,7 @@ class Fault:
     kind: str  # "delay" | "429" | "500" | "hang" | "malformed" | "drop"
     seconds: float = 0.0
     status: int = 0
+    message: str = "internal error"  # the error message of an HTTP error reply
 
     @staticmethod
     def delay(seconds: float) -> "Fault":
@@ -64,8 +65,8 @@ class Fault:
         return Fault("429", seconds=retry_after, status=429)
 
     @staticmethod
-    def error(status: int = 500) -> "Fault":
-        return Fault("500", status=status)
+    def error(status: int = 500, message: str = "internal error") -> "Fault":
+        return Fault("500", status=status, message=message)
 
     @staticmethod
     def hang(seconds: float = 60.0) -> "Fault":
@@ -454,7 +455,7 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self._json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
                            {"Retry-After": f"{fault.seconds:g}"})
             elif fault.kind == "500":
-                self._json(fault.status, {"error": {"message": "internal error", "type": "server_error"}})
+                self._json(fault.status, {"error": {"message": fault.message, "type": "server_error"}})
             elif fault.kind == "hang":
                 server._stopping.wait(fault.seconds)
                 self.close_connection = True

@@ -79,10 +79,11 @@ def test_fail_policy_raises_llmerror_naming_endpoint_model_status_attempts():
 
 
 def test_client_error_is_not_retried():
-    with FakeServer(faults=[Fault.error(400)]) as srv, make(srv, max_retries=3) as client:
-        c = client.complete(req())
-        assert srv.requests == 1
-    assert c.failed and "status 400" in c.error
+    with FakeServer(faults=[None, Fault.error(400)]) as srv, make(srv, max_retries=3) as client:
+        assert not client.complete(req("first")).failed
+        c = client.complete(req("second"))
+        assert srv.requests == 2
+    assert c.failed and "status 400" in c.error  # after a success, a 400 is about this request: recorded
 
 
 def test_timeout_does_not_hang_and_is_retried():

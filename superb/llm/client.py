@@ -6,6 +6,12 @@ are the only ones and are counted), a persistent response cache, coalescing (ide
 are sent once; the others wait for that answer and are counted as ``coalesced``), usage accounting per tag, and a
 failure policy: ``on_failure="fail"`` raises LLMError, ``"record"`` returns ``Completion.failure(...)`` and counts it.
 
+A circuit breaker (``_Breaker``) stops a run that cannot succeed, under either policy, with the server's message:
+a 401, 403 or 404 (wrong key, no access, no such model or route) at any time, a 400 or 422 (a request the endpoint
+rejects, e.g. a parameter it does not accept) before any call has succeeded, or ``BREAKER_FAILURES`` calls failed
+after their retries (e.g. 500s) with none succeeded yet. Once open, every further call raises at once. A 400 after
+successful calls is about that one request: it is recorded like any other failure.
+
 Async and sync callers both work: ``await client.acomplete(req)`` from any loop, ``client.complete_many(reqs)``
 and ``client.gather_sync(coros)`` from synchronous code (a pt.Transformer), also inside Jupyter. All network work
 runs on one private loop (see runner.py).
@@ -34,6 +40,9 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 300.0
 PROGRESS_MIN = 20  # complete_many shows a progress bar from this many requests
+BREAKER_FAILURES = 5  # failed calls (after retries) with no success yet that stop the run
+FATAL_STATUSES = ("401", "403", "404")  # the endpoint refuses every request: stop at once
+EARLY_FATAL_STATUSES = ("400", "422")  # a request shape the endpoint rejects: stop if nothing has succeeded yet
 
 
 class _ClientBase:
@@ -164,6 +173,35 @@ class _Endpoint:
     api: Any = None  # openai.AsyncOpenAI, created on the client's loop
 
 
+class _Breaker:
+    """Counts live successes and failures; says when a run cannot succeed (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.successes = 0
+        self.failures = 0
+        self.reason: str | None = None  # set once open: the message every later call raises
+
+    def success(self) -> None:
+        self.successes += 1
+
+    def failure(self, status: str, message: str) -> str | None:
+        """Record one failed call; return the error to raise when this failure opens the breaker."""
+        self.failures += 1
+        if self.reason is not None:
+            return self.reason
+        if status in FATAL_STATUSES:
+            why = f"the endpoint refuses requests (status {status})"
+        elif status in EARLY_FATAL_STATUSES and self.successes == 0:
+            why = f"the endpoint rejected the first request(s) (status {status}) and none has succeeded"
+        elif self.successes == 0 and self.failures >= BREAKER_FAILURES:
+            why = f"the first {self.failures} calls all failed after their retries and none has succeeded"
+        else:
+            return None
+        self.reason = (f"stopping the run: {why}, so every call would fail; fix the cause and run again (completed "
+                       f"calls are cached). Last failure: {message}")
+        return self.reason
+
+
 @dataclass
 class _Attempt:
     """The outcome of one failed attempt."""
@@ -196,6 +234,7 @@ class LLMClient(_ClientBase):
         self._next = 0
         self._start = start
         self._start_lock = threading.Lock()
+        self.breaker = _Breaker()
 
     def ensure_endpoint(self) -> tuple[str, ...]:
         """Start the endpoint now if it is started on demand (blocking; once); returns the endpoint URLs."""
@@ -250,6 +289,8 @@ class LLMClient(_ClientBase):
             ep.in_flight += 1
             try:
                 async with ep.sem:
+                    if self.breaker.reason is not None:  # the run is stopping: no new attempt
+                        raise LLMError(self.breaker.reason)
                     start = time.perf_counter()
                     try:
                         async with _timeout(self.config.timeout_s + 1.0):
@@ -266,6 +307,7 @@ class LLMClient(_ClientBase):
             finally:
                 ep.in_flight -= 1
             if completion is not None:
+                self.breaker.success()
                 self.usage.record(request.tag, self.model, calls=1, retries=attempts - 1, wait_s=waited,
                                   prompt_tokens=completion.prompt_tokens,
                                   completion_tokens=completion.completion_tokens,
@@ -280,6 +322,9 @@ class LLMClient(_ClientBase):
         self.usage.record(request.tag, self.model, calls=1, failures=1, retries=attempts - 1, wait_s=waited)
         message = (f"LLM call failed after {attempts} attempt(s): endpoint {ep.url}, model {self.model}, "
                    f"status {outcome.status}: {outcome.detail}")
+        stop = self.breaker.failure(outcome.status, message)
+        if stop is not None:
+            raise LLMError(stop)
         if self.config.on_failure == "fail":
             raise LLMError(message)
         return Completion.failure(message)
@@ -338,7 +383,7 @@ def _classify(error: Exception) -> _Attempt:
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         retryable = status in (408, 409, 429) or status >= 500
-        return _Attempt(str(status), _short(error), retryable, _retry_after(error.response.headers))
+        return _Attempt(str(status), _server_message(error), retryable, _retry_after(error.response.headers))
     if isinstance(error, (openai.APITimeoutError, asyncio.TimeoutError, TimeoutError)):
         return _Attempt("timeout", f"no answer within the timeout ({type(error).__name__})", True)
     if isinstance(error, openai.APIConnectionError):
@@ -361,6 +406,21 @@ def _retry_after(headers: Any) -> float | None:
             return max(0.0, parsedate_to_datetime(raw).timestamp() - time.time())
         except (TypeError, ValueError):
             return None
+
+
+def _server_message(error: Any, limit: int = 300) -> str:
+    """What the server said about an HTTP error: its JSON ``error.message`` (OpenAI, vLLM, llama.cpp all send one),
+    else the body text; after the error type."""
+    body = getattr(error, "body", None)
+    said = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        said = inner.get("message") if isinstance(inner, dict) else inner
+        said = said or body.get("message") or body.get("detail")
+    if not said:
+        return _short(error, limit)
+    text = f"{type(error).__name__}: server said: {said}"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _short(error: BaseException, limit: int = 300) -> str:

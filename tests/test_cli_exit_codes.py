@@ -1,0 +1,114 @@
+"""`superb run` exit codes and stderr counts when LLM calls fail (issue 12.2), end to end: a local TREC-style data set,
+a real PISA first stage, a pointwise reranker against the fake OpenAI server with scripted faults.
+
+0 no failure (or within llm.max_failure_share); 3 results written but too many failed calls; 2 stopped early because
+the endpoint refuses every call, with the server's own message. The counts are always on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from fakeserver import FakeServer, Fault, Reply
+from superb.cli import EXIT_LLM_FAILURES, main
+
+DOCS = [("d1", "trail running shoes"), ("d2", "road running shoes"), ("d3", "running socks"),
+        ("d4", "leather office shoes"), ("d5", "coffee mug"), ("d6", "tea mug with lid")]
+QUERIES = [("1", "running shoes"), ("2", "mug")]
+QRELS = [("1", "d1", 2), ("1", "d2", 2), ("1", "d3", 1), ("2", "d5", 2), ("2", "d6", 2)]
+
+
+def yes(request: dict) -> Reply:
+    return Reply("yes", (("yes", math.log(0.8), {"yes": math.log(0.8), "no": math.log(0.2)}),))
+
+
+@pytest.fixture()
+def data(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SUPERB_PROGRESS", "0")
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docno": d, "title": t}) + "\n" for d, t in DOCS))
+    (tmp_path / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES))
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {l}\n" for q, d, l in QRELS))
+    return tmp_path
+
+
+def spec(folder, url: str, **llm) -> str:
+    extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in llm.items())
+    path = folder / "spec.toml"
+    path.write_text(f"""
+name = "exit_codes"
+[dataset]
+name = "local"
+docs = "{folder / 'docs.jsonl'}"
+queries = "{folder / 'queries.tsv'}"
+qrels = "{folder / 'qrels.txt'}"
+[evaluation]
+measures = ["nDCG@10"]
+[llm]
+model = "fake-model"
+base_urls = ["{url}"]
+cache = "off"
+concurrency = 1
+max_retries = 0
+backoff_s = 0.01
+{extra}
+[[pipelines]]
+name = "BM25"
+first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
+[[pipelines]]
+name = "BM25 >> pointwise"
+input = "BM25"
+rerank = [ {{ type = "pointwise", variant = "yesno", top_k = 3, fields = ["title"] }} ]
+""")
+    return str(path)
+
+
+def run(folder, srv, capsys, **llm) -> tuple[int, str]:
+    code = main(["run", spec(folder, srv.base_url, **llm), "--out", str(folder / "out")])
+    return code, capsys.readouterr().err
+
+
+def test_no_failure_exits_0_and_prints_the_counts(data, capsys):
+    with FakeServer(responder=yes) as srv:
+        code, err = run(data, srv, capsys)
+        calls = srv.requests
+    assert code == 0 and calls == 5  # top 3 of "running shoes" + the 2 products "mug" finds
+    assert "superb: LLM requests: 5 (5 calls made, 0 from the cache), 0 failed" in err
+
+
+def test_a_failed_call_exits_3_with_results_written(data, capsys):
+    with FakeServer(responder=yes, faults=[None, Fault.error(500)]) as srv:
+        code, err = run(data, srv, capsys)
+    assert code == EXIT_LLM_FAILURES == 3
+    assert "LLM requests: 5 (5 calls made, 0 from the cache), 1 failed" in err
+    assert "1 of 5 LLM requests failed (20.0%), more than llm.max_failure_share = 0" in err and "Exit code 3" in err
+    assert (data / "out" / "table.md").is_file()  # nothing is lost: the results are there, with the failure counted
+
+
+def test_failures_within_max_failure_share_exit_0(data, capsys):
+    with FakeServer(responder=yes, faults=[None, Fault.error(500)]) as srv:
+        code, err = run(data, srv, capsys, max_failure_share=0.25)
+    assert code == 0 and "1 failed" in err and "Exit code" not in err
+
+
+def test_a_400_on_the_first_call_stops_the_run_with_the_servers_message(data, capsys):
+    said = "Unsupported value: 'logprobs' is not supported with this model."
+    with FakeServer(responder=yes, faults=[Fault.error(400, said)] * 10) as srv:
+        code, err = run(data, srv, capsys)
+        calls = srv.requests
+    assert code == 2 and calls == 1
+    assert "superb: error: stopping the run" in err and said in err and "status 400" in err
+    assert not (data / "out" / "table.md").exists()
+
+
+def test_every_call_failing_stops_the_run_even_under_record(data, capsys):
+    from superb.llm.client import BREAKER_FAILURES
+
+    with FakeServer(responder=yes, faults=[Fault.error(503, "model is loading")] * 10) as srv:
+        code, err = run(data, srv, capsys, on_failure="record")
+        calls = srv.requests
+    assert code == 2 and calls == BREAKER_FAILURES
+    assert "all failed after their retries" in err and "model is loading" in err
