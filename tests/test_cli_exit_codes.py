@@ -36,7 +36,9 @@ def data(tmp_path, monkeypatch):
 
 
 def spec(folder, url: str, **llm) -> str:
-    extra = "".join(f"{k} = {json.dumps(v)}\n" for k, v in llm.items())
+    settings = {"model": "fake-model", "base_urls": [url], "cache": "off", "concurrency": 1, "max_retries": 0,
+                "backoff_s": 0.01, **llm}
+    table = "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
     path = folder / "spec.toml"
     path.write_text(f"""
 name = "exit_codes"
@@ -48,13 +50,7 @@ qrels = "{folder / 'qrels.txt'}"
 [evaluation]
 measures = ["nDCG@10"]
 [llm]
-model = "fake-model"
-base_urls = ["{url}"]
-cache = "off"
-concurrency = 1
-max_retries = 0
-backoff_s = 0.01
-{extra}
+{table}
 [[pipelines]]
 name = "BM25"
 first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
@@ -112,3 +108,13 @@ def test_every_call_failing_stops_the_run_even_under_record(data, capsys):
         calls = srv.requests
     assert code == 2 and calls == BREAKER_FAILURES
     assert "all failed after their retries" in err and "model is loading" in err
+
+
+def test_a_corrupt_cache_stops_before_any_call_naming_the_file(data, capsys):
+    cache = data / "cache.sqlite"
+    cache.write_bytes(b"garbage" * 1000)
+    with FakeServer(responder=yes) as srv:
+        code, err = run(data, srv, capsys, cache="normal", cache_path=str(cache))
+        calls = srv.requests
+    assert code == 2 and calls == 0
+    assert f"superb: error: the LLM response cache {cache} is corrupt" in err and f"mv {cache} {cache}.corrupt" in err

@@ -173,6 +173,52 @@ def _same_logprobs(a: str | None, b: str | None) -> bool:
     return json.loads(a) == json.loads(b)  # the same numbers, written with other spacing
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def corrupt_cache_error(path: Path, cause: object) -> LLMError:
+    """The error for a cache file SQLite cannot use: which file, what is wrong, and the way out."""
+    return LLMError(
+        f"the LLM response cache {path} is corrupt ({cause}). Move it aside and run again: "
+        f"`mv {path} {path}.corrupt` (also any {path.name}-wal and {path.name}-shm beside it); the run creates a "
+        f"new cache and makes the calls again. To keep what is still readable, first recover it with the sqlite3 "
+        f"shell: `sqlite3 {path}.corrupt .recover | sqlite3 {path}`."
+    )
+
+
+def _check_file(path: Path) -> None:
+    """Refuse a file that is not an SQLite database, or is shorter than its header says (a truncated copy), before
+    SQLite reads it: both would otherwise fail later, mid-run, on whichever page is missing."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return  # a new cache
+    if size == 0:
+        return  # SQLite treats an empty file as a new database
+    with open(path, "rb") as handle:
+        header = handle.read(100)
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise corrupt_cache_error(path, "not an SQLite database: its first bytes are not the SQLite header")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    valid_count = header[24:28] == header[92:96]  # the in-header page count is valid only when these agree
+    wal = path.with_name(path.name + "-wal")
+    pending = wal.exists() and wal.stat().st_size > 0  # a checkpoint may still have pages to write from the WAL
+    if valid_count and pages and not pending and size < pages * page_size:
+        raise corrupt_cache_error(path, f"truncated: {size} bytes, but its header counts {pages} pages of "
+                                        f"{page_size} bytes = {pages * page_size} bytes")
+
+
+def _probe(conn: sqlite3.Connection) -> None:
+    """Read the schema and the first row, so a damaged file fails here, at open, rather than mid-run."""
+    try:
+        conn.execute("SELECT key FROM responses LIMIT 1").fetchall()
+    except sqlite3.OperationalError as e:
+        if "no such table" not in str(e):  # no table yet: an empty file opened read-only, every lookup misses
+            raise
+
+
 class ResponseCache:
     def __init__(self, path: str | Path, mode: str = "normal", *, busy_timeout_s: float = 60.0):
         if mode not in CACHE_MODES:
@@ -193,12 +239,22 @@ class ResponseCache:
 
     def _connect(self, busy_timeout_s: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _check_file(self.path)
         conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        if self.mode != "read-only":
-            conn.execute(_SCHEMA)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if self.mode != "read-only":
+                conn.execute(_SCHEMA)
+            _probe(conn)
+        except sqlite3.OperationalError as e:  # locked past busy_timeout, no permission, disk I/O: not corruption
+            conn.close()
+            raise LLMError(f"cannot open the LLM response cache {self.path}: {e}. Check that the folder is writable "
+                           f"and no other program holds the file locked, or set llm.cache_path") from None
+        except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
+            conn.close()
+            raise corrupt_cache_error(self.path, e) from None
         self._conn = conn
 
     # --- lookups -----------------------------------------------------------------------------------------------------
