@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
+from superb.llm.text import clean
 from superb.llm.types import ChatRequest, Completion
 
 LHS, RHS, NEITHER = "LHS", "RHS", "NEITHER"
@@ -77,7 +78,7 @@ def render_product(doc: Mapping[str, Any] | str, fields: Sequence[str], max_char
         value = doc.get(f)
         if value is None or (isinstance(value, float) and value != value):
             continue
-        value = " ".join(str(value).split())
+        value = clean(value)  # one line, with fence and answer-format strings neutralised (superb.llm.text)
         if value:
             lines.append(f"{f.capitalize()}: {value}" if f else value)
     out = "\n".join(lines) or "(no text)"

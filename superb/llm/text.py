@@ -2,9 +2,26 @@
 
 ``ProductText(dataset, fields=("title",), max_tokens=64)`` reads ``dataset.doc(docno)`` (a dict of fields) and renders
 one line of text per product. Token counts are estimated as characters / 4 (no tokenizer is loaded; the estimate
-is about right for English product text with Qwen/GPT tokenizers). Whitespace, including newlines, is collapsed to
-single spaces so that a product cannot open a new line that imitates a prompt's structure. Everything that is
-missing or cut is counted into the ``stats`` counter the caller passes in.
+is about right for English product text with Qwen/GPT tokenizers). Everything that is missing, cut or neutralised is
+counted into the ``stats`` counter the caller passes in.
+
+Product text is data that anyone selling in the shop can write, so it is made unable to imitate the prompt around it
+(:func:`neutralise`; every template also fences it as catalogue data between ``<<<`` and ``>>>`` and asks its
+question after it):
+
+- whitespace, including newlines, is collapsed to single spaces: a product cannot open a line of its own;
+- runs of three or more angle brackets (``<<<``, ``>>>``, and their full-width forms) become one guillemet (``«``,
+  ``»``): the fence cannot be closed or reopened from inside;
+- chat-template control tokens (``<|im_end|>``, ``<|im_start|>``, ``[INST]``) lose their delimiters:
+  ``(im_end)``: llama.cpp and vLLM parse special tokens in message text, so these would be real turn boundaries;
+- answer-format strings lose their shape: an answer cue followed by an answer (``Answer: yes``, ``Grade: 3``,
+  ``Final score: 3``, ``Confidence: 90%``, ``Verdict: LHS``) becomes ``answer yes``, ``grade 3``...; a bracketed
+  number or number list (``[1] > [2]``, the listwise identifiers; ``[3, 1]``, a rubric selection) becomes
+  ``(1) > (2)``; a capitalised prompt label
+  (``Query:``, ``Product:``, ``System:``, ``User:``, ``Assistant:``) loses its colon (``Query laptop``).
+
+Ordinary product text is left alone: of the 19,406 Chorus products, no title changes (tests/test_llm_text.py checks
+it on the real data; it also counts the few attribute and description lines that do change).
 """
 
 from __future__ import annotations
@@ -18,9 +35,46 @@ from superb.errors import SpecError
 CHARS_PER_TOKEN = 4  # the token estimate used for text budgets (documented above)
 _WS = re.compile(r"\s+")
 
+# What neutralise() rewrites (see the module docstring). Each pattern has its replacement function below.
+_FENCE_OPEN = re.compile(r"[<\uff1c\ufe64]{3,}")  # <<<, and full-width / small-form lookalikes
+_FENCE_CLOSE = re.compile(r"[>\uff1e\ufe65]{3,}")
+_CONTROL = re.compile(r"<\|\s*([^<>|]{0,40}?)\s*\|>|\[(/?INST)\]|<</?SYS>>|</?s>")
+_ANSWER_CUE = re.compile(
+    r"\b(final\s+score|final\s+answer|final\s+grade|answer|grade|score|verdict|confidence|relevance|label)"
+    r"\s*[:=]\s*(?=(?:yes|no|lhs|rhs|neither)\b|\d{1,3}(?!\d)(?![.,]\d)|\[)",
+    re.IGNORECASE)
+_BRACKET_ID = re.compile(r"\[(\s*\d{1,3}(?:\s*,\s*\d{1,3})*\s*)\]")  # [1], and JSON id lists [3, 1]
+_PROMPT_LABEL = re.compile(r"(?<![\w-])(Search query|Query|QUERY|Products?|PRODUCTS?|System|SYSTEM|User|USER|"
+                           r"Assistant|ASSISTANT|Instructions?|INSTRUCTIONS?)\s*:")
 
-def clean(value: Any) -> str:
-    """A field value as one line of text (None -> ""; lists joined with ", "; whitespace collapsed)."""
+
+def _control(m: re.Match) -> str:
+    inner = m.group(1) if m.group(1) is not None else m.group(2)
+    return f"({inner or m.group(0).strip('<>/')})"
+
+
+_RULES: tuple[tuple[re.Pattern, Any], ...] = (
+    (_FENCE_OPEN, "\u00ab"),
+    (_FENCE_CLOSE, "\u00bb"),
+    (_CONTROL, _control),
+    (_ANSWER_CUE, lambda m: " ".join(m.group(1).lower().split()) + " "),
+    (_BRACKET_ID, r"(\1)"),
+    (_PROMPT_LABEL, lambda m: m.group(1)),
+)
+
+
+def neutralise(text: str) -> tuple[str, int]:
+    """``text`` with every fence string, chat control token and answer-format string defused (see the module
+    docstring); returns (text, number of rewrites). Text without any of them comes back unchanged."""
+    changes = 0
+    for pattern, replacement in _RULES:
+        text, n = pattern.subn(replacement, text)
+        changes += n
+    return text, changes
+
+
+def flatten(value: Any) -> str:
+    """A field value as one line of text (None -> ""; lists joined with ", "; whitespace collapsed), as given."""
     if value is None:
         return ""
     if isinstance(value, float) and value != value:  # NaN from pandas
@@ -30,6 +84,11 @@ def clean(value: Any) -> str:
     elif isinstance(value, (list, tuple)):
         value = ", ".join(str(v) for v in value)
     return _WS.sub(" ", str(value)).strip()
+
+
+def clean(value: Any) -> str:
+    """A field value as one line of prompt-safe text: :func:`flatten`, then :func:`neutralise`."""
+    return neutralise(flatten(value))[0]
 
 
 def truncate(text: str, max_tokens: int) -> tuple[str, bool]:
@@ -70,7 +129,8 @@ class ProductText:
         return f"ProductText(fields={self.fields!r}, max_tokens={self.max_tokens})"
 
     def get(self, docno: str, stats: Counter | None = None) -> str:
-        """The rendered text of ``docno``; counts text_missing_field / text_empty / text_truncated into ``stats``."""
+        """The rendered text of ``docno``; counts text_missing_field / text_empty / text_truncated and
+        text_neutralised (rewrites by :func:`neutralise`) into ``stats``."""
         if docno not in self._memo:
             self._memo[docno] = self._render(docno)
         text, counts = self._memo[docno]
@@ -83,7 +143,9 @@ class ProductText:
         doc = self.dataset.doc(docno)
         parts = []
         for f in self.fields:
-            value = clean(doc.get(f)) if doc is not None else ""
+            value, changes = neutralise(flatten(doc.get(f))) if doc is not None else ("", 0)
+            if changes:
+                counts["text_neutralised"] += changes
             if not value:
                 counts["text_missing_field"] += 1
                 continue
