@@ -5,11 +5,19 @@ chosen fields as text attributes (recorded as Terrier fields when there are seve
 Porter stemmer and stopword list. BM25 uses ``c`` = b (Terrier's control) and the ``bm25.k_1`` property; the
 property is global in the JVM, so it is set again before every retrieval so two stages with different k1 in one
 process do not leak into each other. RM3 is ``BM25(fb_docs) >> RM3(fb_docs, fb_terms, fb_lambda) >> BM25(depth)``.
+
+Ctrl-C: the JVM installs its own SIGINT handler, which runs Java's shutdown hooks and ends the process with status
+130 at once: no message, no cleanup (a half-built index folder stays behind). :func:`start_java` starts the JVM with
+``-Xrs`` (the JVM leaves the signals to the host process) and puts Python's handler back, so Ctrl-C during an index
+build or a retrieval is a KeyboardInterrupt like anywhere else: the build's temporary folder is removed and
+``superb`` prints its message and exits 130.
 """
 
 from __future__ import annotations
 
 import re
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +32,31 @@ RECIPE = {"tokeniser": "english", "stemmer": "porter", "stopwords": "terrier", "
 _WEIGHTED_TERM = re.compile(r"(\S+)\^([0-9.eE+-]+)")
 
 
+def start_java() -> None:
+    """Start PyTerrier's JVM (if not yet started) with ``-Xrs``, and keep SIGINT with Python (see the module doc)."""
+    import pyterrier as pt
+
+    if not pt.java.started():
+        if "-Xrs" not in (pt.java.configure.get("options") or []):
+            pt.java.add_option("-Xrs")
+        pt.java.init()
+    _restore_python_sigint()
+
+
+def _restore_python_sigint() -> None:
+    """Re-install Python's SIGINT handler at the OS level, in case a JVM started without -Xrs replaced it."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set handlers; the JVM is started there in a CLI run
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is not None:  # None: a handler not installed from Python, leave it
+        signal.signal(signal.SIGINT, handler)
+
+
 def build_terrier_index(dataset: Any, fields: tuple[str, ...], folder: Path) -> int:
     """Index ``dataset`` into ``folder`` (empty); return the number of documents indexed."""
     import pyterrier as pt
 
+    start_java()
     def docs():
         for doc in document_fields(dataset, fields):
             if len(doc["docno"]) > DOCNO_LENGTH:
@@ -63,6 +92,7 @@ class TerrierEngine:
     def prepare(self) -> CachedIndex:
         import pyterrier as pt
 
+        start_java()
         o = self.options
         cached = open_or_build(self.dataset, "terrier", o.fields, RECIPE,
                                lambda folder: build_terrier_index(self.dataset, o.fields, folder))
