@@ -36,12 +36,15 @@ class CachedIndex:
 
 
 def dataset_fingerprint(dataset: Any) -> dict:
-    """What identifies a data set's content: its name and provenance (file checksums)."""
+    """What identifies a data set's content: its name and provenance (file checksums). The provenance's ``checks``
+    (counts of what loading handled, which grow as topics and qrels load) are left out: they do not change the
+    documents, and an index key must not depend on what was loaded before it."""
     try:
         provenance = dataset.provenance()
     except AttributeError as exc:
         name = getattr(dataset, "name", dataset)
         raise DataError(f"data set {name!r} has no provenance(); an index cannot be keyed on its content") from exc
+    provenance = {k: v for k, v in provenance.items() if k != "checks"}
     return {"name": str(dataset.name), "provenance": provenance}
 
 
@@ -114,6 +117,23 @@ class DocumentStream:
         if self.error is not None:
             raise self.error
         return self.count
+
+    def run(self, index: Callable[[Iterator[dict]], Any], dataset_name: str) -> int:
+        """``index(stream)``, then :meth:`check`. When the indexer itself fails because the stream ended early (PISA
+        peeks at the first document and raises a bare StopIteration on an empty stream), the loader's error is what
+        is raised, not the indexer's; a stream that was empty without an error is a DataError saying so."""
+        try:
+            index(iter(self))
+        except Exception as exc:
+            if self.error is not None:
+                raise self.error from None
+            if self.count == 0:
+                raise DataError(f"data set {dataset_name!r} has no documents to index "
+                                f"(the indexer said: {type(exc).__name__}: {exc})") from exc
+            raise
+        if self.count == 0 and self.error is None:
+            raise DataError(f"data set {dataset_name!r} has no documents to index")
+        return self.check()
 
 
 def field_text(value: Any) -> str:

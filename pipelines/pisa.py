@@ -51,8 +51,7 @@ def build_pisa_index(dataset: Any, fields: tuple[str, ...], folder: Path) -> int
     stream = DocumentStream(docs())
     text_field = fields[0] if len(fields) == 1 else list(fields)
     index = pyterrier_pisa.PisaIndex(str(folder), text_field=text_field, stemmer=STEMMER, threads=1)
-    index.index(iter(stream))
-    return stream.check()
+    return stream.run(index.index, dataset.name)
 
 
 class ForwardIndex:

@@ -70,8 +70,7 @@ def build_terrier_index(dataset: Any, fields: tuple[str, ...], folder: Path) -> 
     indexer = pt.IterDictIndexer(
         str(folder), meta={"docno": DOCNO_LENGTH}, text_attrs=list(fields), fields=len(fields) > 1, threads=1
     )
-    indexer.index(iter(stream))
-    return stream.check()
+    return stream.run(indexer.index, dataset.name)
 
 
 def parse_terrier_query(query: str) -> dict[str, float]:
