@@ -9,7 +9,13 @@ lazily, validates it, and counts what it had to handle:
 - topics: DataFrame ``qid, query`` (str). Queries whose text is empty are DROPPED, with their qrels; both are counted
   (``stats["queries_dropped_empty"]``, ``stats["qrels_dropped_empty_query"]``). Duplicate qids are a DataError.
 - qrels: DataFrame ``qid, docno, label`` (int). Judged docnos missing from the corpus are kept and counted
-  (``stats["qrels_docno_not_in_corpus"]``).
+  (``stats["qrels_docno_not_in_corpus"]``). Qids that have qrels but no query (``stats["qids_only_in_qrels"]``, with
+  their rows in ``stats["qrels_qid_not_in_topics"]``) are kept too: no run can retrieve for them, so experiments
+  ignore them.
+
+Dropped or ignored queries are never silent: they are logged as warnings when topics and qrels are loaded (the CLI
+prints warnings on stderr), and every count made so far is in ``provenance()["checks"]``, which the results folders
+store. A file that is not UTF-8 is a DataError naming the file, the line and the column (:func:`utf8_error`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -27,6 +34,8 @@ import pandas as pd
 
 from superb.data.fetch import sha256_file
 from superb.errors import DataError, SpecError
+
+log = logging.getLogger(__name__)
 
 
 class Dataset:
@@ -142,10 +151,22 @@ class Dataset:
             raise DataError(f"data set {self.name!r}: {len(dup)} qrels repeat a (qid, docno) pair, e.g. "
                             f"({dup.iloc[0]['qid']!r}, {dup.iloc[0]['docno']!r}); keep one label per pair")
         drop_q = qrels["qid"].isin(dropped)
+        qrels = qrels[~drop_q].reset_index(drop=True)
+        orphan = ~qrels["qid"].isin(set(topics["qid"]))
+        orphan_qids = sorted(set(qrels.loc[orphan, "qid"]))
         self._counts["queries_dropped_empty"] = len(dropped)
         self._counts["qrels_dropped_empty_query"] = int(drop_q.sum())
+        self._counts["qids_only_in_qrels"] = len(orphan_qids)
+        self._counts["qrels_qid_not_in_topics"] = int(orphan.sum())
+        if dropped:
+            log.warning("data set %r: %d queries with empty text dropped (qids %s), with their %d qrels",
+                        self.name, len(dropped), _some(sorted(dropped)), int(drop_q.sum()))
+        if orphan_qids:
+            log.warning("data set %r: %d qids have qrels but no query text (qids %s; %d qrels): no run can retrieve "
+                        "for them, so they are ignored", self.name, len(orphan_qids), _some(orphan_qids),
+                        int(orphan.sum()))
         self._topics = topics
-        self._qrels = qrels[~drop_q].reset_index(drop=True)
+        self._qrels = qrels
 
     # ---- bookkeeping ---------------------------------------------------------------------------------------------
     @property
@@ -158,13 +179,15 @@ class Dataset:
             "queries": len(topics),
             "qrels": len(qrels),
             "qrels_docno_not_in_corpus": int((~qrels["docno"].isin(set(store))).sum()),
-            "qrels_qid_not_in_topics": int((~qrels["qid"].isin(set(topics["qid"]))).sum()),
         }
         out.update(self._counts)
         return out
 
     def provenance(self) -> dict:
-        """source, files (name, sha256, bytes, url or path), loader options, label scale. Computed once."""
+        """source, files (name, sha256, bytes, url or path), loader options, label scale (computed once); and
+        ``checks``: the counts of what loading dropped or handled so far (empty queries, qids only in qrels, empty
+        documents...), when anything was loaded. ``checks`` grows as parts load: it is not part of the data's
+        identity (:meth:`fingerprint` and the index cache leave it out)."""
         if self._provenance is None:
             self._provenance = {
                 "dataset": self.name,
@@ -173,7 +196,10 @@ class Dataset:
                 "rel_threshold": self.rel_threshold,
                 "labels": {label: self.label_names.get(label, "") for label in self.labels},
             }
-        return copy.deepcopy(self._provenance)
+        out = copy.deepcopy(self._provenance)
+        if self._counts:
+            out["checks"] = dict(self._counts)
+        return out
 
     def fingerprint(self) -> str:
         """A short id of exactly this data: file checksums, loader options and fields (not where files live).
@@ -189,6 +215,25 @@ class Dataset:
 
 
 # ---- helpers shared by loaders ---------------------------------------------------------------------------------
+def _some(items: list, n: int = 5) -> str:
+    shown = ", ".join(str(x) for x in items[:n])
+    return shown + (f", ... ({len(items) - n} more)" if len(items) > n else "")
+
+
+def utf8_error(file: Path, error: UnicodeDecodeError | None = None) -> DataError:
+    """The DataError for a file that is not UTF-8: the first bad line and column, the bytes around it, the fix."""
+    with open(file, "rb") as handle:
+        for number, raw in enumerate(handle, 1):  # UTF-8 never puts a newline byte inside a character
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                near = raw[max(0, bad.start - 30): bad.end + 30]
+                return DataError(f"{file}:{number}: not UTF-8 text: byte(s) {raw[bad.start:bad.end]!r} at column "
+                                 f"{bad.start + 1} ({bad.reason}), near {near!r}. Save the file as UTF-8, e.g. "
+                                 f"`iconv -f latin1 -t utf-8 {file.name} > fixed.{file.name.rsplit('.', 1)[-1]}`")
+    return DataError(f"{file}: not UTF-8 text ({error}). Save the file as UTF-8")
+
+
 def compose_text(*parts: str | None) -> str:
     """The default document text: non-empty parts, stripped, one per line."""
     return "\n".join(p.strip() for p in parts if p and p.strip())

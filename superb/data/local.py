@@ -19,7 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from superb.data.base import Dataset, as_str, check_options, compose_text, file_record, require_file
+from superb.data.base import (Dataset, as_str, check_options, compose_text, file_record, require_file,
+                              utf8_error)
 from superb.errors import DataError, SpecError
 
 OPTIONS = ("name", "docs", "queries", "qrels", "fields", "text_fields", "rel_threshold", "labels")
@@ -30,51 +31,57 @@ HOW = {
 }
 
 
+def _lines(file: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file; bytes that are not UTF-8 are a DataError naming the line and column."""
+    try:
+        with open(file, encoding="utf-8") as handle:
+            yield from enumerate(handle, 1)
+    except UnicodeDecodeError as exc:
+        raise utf8_error(file, exc) from None
+
+
 def _read_jsonl(file: Path) -> list[dict]:
     rows = []
-    with open(file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{file}:{number}: not valid JSON ({exc.msg}). {HOW['docs']}") from exc
-            if not isinstance(row, dict) or "docno" not in row:
-                raise DataError(f"{file}:{number}: each line must be a JSON object with a \"docno\" key. {HOW['docs']}")
-            rows.append(row)
+    for number, line in _lines(file):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{file}:{number}: not valid JSON ({exc.msg}). {HOW['docs']}") from exc
+        if not isinstance(row, dict) or "docno" not in row:
+            raise DataError(f"{file}:{number}: each line must be a JSON object with a \"docno\" key. {HOW['docs']}")
+        rows.append(row)
     return rows
 
 
 def read_queries_tsv(file: Path) -> pd.DataFrame:
     rows = []
-    with open(file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip() or (number == 1 and line.lower() == "qid\tquery"):
-                continue
-            qid, sep, query = line.partition("\t")
-            if not sep:
-                raise DataError(f"{file}:{number}: expected `qid<TAB>query`, found {line[:60]!r}. {HOW['queries']}")
-            rows.append((qid.strip(), query.strip()))
+    for number, line in _lines(file):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line.strip() or (number == 1 and line.lower() == "qid\tquery"):
+            continue
+        qid, sep, query = line.partition("\t")
+        if not sep:
+            raise DataError(f"{file}:{number}: expected `qid<TAB>query`, found {line[:60]!r}. {HOW['queries']}")
+        rows.append((qid.strip(), query.strip()))
     return pd.DataFrame(rows, columns=["qid", "query"])
 
 
 def read_trec_qrels(file: Path) -> pd.DataFrame:
     rows = []
-    with open(file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 4:
-                raise DataError(f"{file}:{number}: expected 4 columns `qid iteration docno label`, found {len(parts)}. "
-                                f"{HOW['qrels']}")
-            try:
-                label = int(parts[3])
-            except ValueError as exc:
-                raise DataError(f"{file}:{number}: label {parts[3]!r} is not an integer. {HOW['qrels']}") from exc
-            rows.append((parts[0], parts[2], label))
+    for number, line in _lines(file):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 4:
+            raise DataError(f"{file}:{number}: expected 4 columns `qid iteration docno label`, found {len(parts)}. "
+                            f"{HOW['qrels']}")
+        try:
+            label = int(parts[3])
+        except ValueError as exc:
+            raise DataError(f"{file}:{number}: label {parts[3]!r} is not an integer. {HOW['qrels']}") from exc
+        rows.append((parts[0], parts[2], label))
     return pd.DataFrame(rows, columns=["qid", "docno", "label"])
 
 

@@ -19,7 +19,8 @@ from typing import Any
 import pandas as pd
 
 from superb import paths
-from superb.data.base import Dataset, as_str, check_options, compose_text, file_record, require_file
+from superb.data.base import (Dataset, as_str, check_options, compose_text, file_record, require_file,
+                              utf8_error)
 from superb.errors import DataError
 
 HOW = ("Get it from github.com/wayfair/WANDS (folder dataset/: product.csv, query.csv, label.csv) and set the data "
@@ -55,7 +56,12 @@ class WandsDataset(Dataset):
 
     def _read(self, name: str) -> pd.DataFrame:
         file = self.files[name]
-        frame = pd.read_csv(file, sep="\t", dtype=str, keep_default_na=False)
+        try:
+            frame = pd.read_csv(file, sep="\t", dtype=str, keep_default_na=False, encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise utf8_error(file, exc) from None
+        except pd.errors.ParserError as exc:  # names the line: "Expected 6 fields in line 12, saw 7"
+            raise DataError(f"{file}: not a tab-separated table ({exc}). {HOW}") from None
         missing = [c for c in _COLUMNS[name] if c not in frame.columns]
         if missing:
             raise DataError(f"{file}: missing columns {missing} (found {list(frame.columns)}); WANDS files are "
