@@ -14,11 +14,13 @@ from a's; an unordered pair already drawn is skipped. Drawing stops at ``n_pairs
 of the two is shown as A, so the human answer is "A" about half the time.
 
 COST: per field set and per allow-neither setting, each pair is asked in both orders once (2 calls); the one-order
-variant is read from the first of them (it is exactly the request a one-order judge would send).
+variant is read from the first of them (it is exactly the request a one-order judge would send). A tqdm bar on stderr
+counts the pairs done over all variants, with an ETA (``SUPERB_PROGRESS=0`` turns it off).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -119,27 +121,48 @@ def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,
     template = load_template(template)
     docs = {d: dataset.doc(d) for d in pd.unique(pairs[["docno_a", "docno_b"]].to_numpy().ravel())}
     table, records = [], []
-    for name, fields in field_sets.items():
-        for choice in choices:
-            comparator = PairwiseComparator(llm, template, tuple(fields), allow_neither=choice == "allow neither",
-                                            both_orders=True, max_chars=max_chars, tag="judge:pairwise-study")
-            coros = [comparator.compare(p.query, docs[p.docno_a], docs[p.docno_b]) for p in pairs.itertuples()]
-            decisions = run_all(llm, coros)
-            one = [d.answers[0] if d.answers[0] in ("A", "B") else None for d in decisions]
-            both = [d.winner for d in decisions]
-            for orders, winners in (("one", one), ("both", both)):
-                r = pairwise_precision_recall(pairs["human"], winners)
-                table.append({"fields": name, "choice": choice, "orders": orders, **r,
-                              "unparseable": comparator.stats["unparseable"],
-                              "failed_calls": comparator.stats["failed_calls"]})
-            for p, d, w1 in zip(pairs.itertuples(), decisions, one):
-                records.append({"pair": p.pair, "fields": name, "choice": choice, "human": p.human,
-                                "answer_ab": d.answers[0], "answer_ba": d.answers[1], "winner_one": w1,
-                                "winner_both": d.winner, "raw_ab": d.raw[0], "raw_ba": d.raw[1]})
+    bar = progress_bar(len(field_sets) * len(choices) * len(pairs))
+    try:
+        for name, fields in field_sets.items():
+            for choice in choices:
+                bar.set_description(f"pairwise study ({name}, {choice})", refresh=False)
+                comparator = PairwiseComparator(llm, template, tuple(fields), allow_neither=choice == "allow neither",
+                                                both_orders=True, max_chars=max_chars, tag="judge:pairwise-study")
+                coros = [_ticking(comparator.compare(p.query, docs[p.docno_a], docs[p.docno_b]), bar)
+                         for p in pairs.itertuples()]
+                decisions = run_all(llm, coros)
+                one = [d.answers[0] if d.answers[0] in ("A", "B") else None for d in decisions]
+                both = [d.winner for d in decisions]
+                for orders, winners in (("one", one), ("both", both)):
+                    r = pairwise_precision_recall(pairs["human"], winners)
+                    table.append({"fields": name, "choice": choice, "orders": orders, **r,
+                                  "unparseable": comparator.stats["unparseable"],
+                                  "failed_calls": comparator.stats["failed_calls"]})
+                for p, d, w1 in zip(pairs.itertuples(), decisions, one):
+                    records.append({"pair": p.pair, "fields": name, "choice": choice, "human": p.human,
+                                    "answer_ab": d.answers[0], "answer_ba": d.answers[1], "winner_one": w1,
+                                    "winner_both": d.winner, "raw_ab": d.raw[0], "raw_ba": d.raw[1]})
+    finally:
+        bar.close()
     out = pd.DataFrame(table, columns=TABLE_COLUMNS)
     out.attrs.update({"template": template.id, "field_sets": {k: list(v) for k, v in field_sets.items()},
                       "pairs": len(pairs)})
     return out, pd.DataFrame(records)
+
+
+def progress_bar(total: int):
+    """The study's tqdm bar on stderr, one step per pair and variant (off when SUPERB_PROGRESS=0 or for < 2 steps)."""
+    from tqdm.auto import tqdm
+
+    off = os.environ.get("SUPERB_PROGRESS", "").strip().lower() in {"0", "false", "off", "no"}
+    return tqdm(total=total, desc="pairwise study", unit="pair", disable=off or total < 2)
+
+
+async def _ticking(coro, bar):
+    try:
+        return await coro
+    finally:
+        bar.update(1)
 
 
 def format_table(table: pd.DataFrame) -> str:
