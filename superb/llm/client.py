@@ -197,8 +197,8 @@ class _Breaker:
             why = f"the first {self.failures} calls all failed after their retries and none has succeeded"
         else:
             return None
-        self.reason = (f"stopping the run: {why}, so every call would fail; fix the cause and run again (completed "
-                       f"calls are cached). Last failure: {message}")
+        self.reason = (f"stopping the run: {why}, so every call would fail; fix the cause and run again (calls "
+                       f"that succeeded are in the response cache unless llm.cache = \"off\"). Last failure: {message}")
         return self.reason
 
 
