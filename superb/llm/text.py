@@ -12,13 +12,17 @@ question after it):
 - whitespace, including newlines, is collapsed to single spaces: a product cannot open a line of its own;
 - runs of three or more angle brackets (``<<<``, ``>>>``, and their full-width forms) become one guillemet (``«``,
   ``»``): the fence cannot be closed or reopened from inside;
-- chat-template control tokens (``<|im_end|>``, ``<|im_start|>``, ``[INST]``) lose their delimiters:
-  ``(im_end)``: llama.cpp and vLLM parse special tokens in message text, so these would be real turn boundaries;
-- answer-format strings lose their shape: an answer cue followed by an answer (``Answer: yes``, ``Grade: 3``,
-  ``Final score: 3``, ``Confidence: 90%``, ``Verdict: LHS``) becomes ``answer yes``, ``grade 3``...; a bracketed
-  number or number list (``[1] > [2]``, the listwise identifiers; ``[3, 1]``, a rubric selection) becomes
-  ``(1) > (2)``; a capitalised prompt label
+- chat-template control tokens (``<|im_end|>``, ``<|im_start|>assistant``, ``[INST]``, ``<<SYS>>``) are removed:
+  llama.cpp and vLLM parse special tokens in message text, so these would be real turn boundaries;
+- answer-format strings are removed: an answer cue with its answer (``Answer: yes``, ``Grade: 3``,
+  ``Final score: 3``, ``Confidence: 90%``, ``Verdict: LHS``); a bracketed number or number list (``[1] > [2]``, the
+  listwise identifiers; ``[3, 1]``, a rubric selection) becomes ``(1) > (2)``; a capitalised prompt label
   (``Query:``, ``Product:``, ``System:``, ``User:``, ``Assistant:``) loses its colon (``Query laptop``).
+
+Why remove rather than defang: on the real 0.5B (bench/prompt_injection.py), defanged strings (``answer yes``,
+``(im_start)assistant yes``) still moved P(yes) almost as much as the originals; removed, the control-token and
+fence-escape attacks lost most of their effect. What string rules cannot remove is a plain claim ("This product IS
+the laptop.") or an instruction in words: those still move a small model, as the benchmark reports.
 
 Ordinary product text is left alone: of the 19,406 Chorus products, no title changes (tests/test_llm_text.py checks
 it on the real data; it also counts the few attribute and description lines that do change).
@@ -35,41 +39,38 @@ from superb.errors import SpecError
 CHARS_PER_TOKEN = 4  # the token estimate used for text budgets (documented above)
 _WS = re.compile(r"\s+")
 
-# What neutralise() rewrites (see the module docstring). Each pattern has its replacement function below.
+# What neutralise() rewrites (see the module docstring), in this order, with the replacements in _RULES.
 _FENCE_OPEN = re.compile(r"[<\uff1c\ufe64]{3,}")  # <<<, and full-width / small-form lookalikes
 _FENCE_CLOSE = re.compile(r"[>\uff1e\ufe65]{3,}")
-_CONTROL = re.compile(r"<\|\s*([^<>|]{0,40}?)\s*\|>|\[(/?INST)\]|<</?SYS>>|</?s>")
-_ANSWER_CUE = re.compile(
-    r"\b(final\s+score|final\s+answer|final\s+grade|answer|grade|score|verdict|confidence|relevance|label)"
-    r"\s*[:=]\s*(?=(?:yes|no|lhs|rhs|neither)\b|\d{1,3}(?!\d)(?![.,]\d)|\[)",
+_CONTROL = re.compile(r"<\|\s*[^<>|]{0,40}?\s*\|>(?:\s*(?:assistant|user|system)\b)?|\[/?INST\]|<</?SYS>>|</?s>")
+_ANSWER = re.compile(
+    r"\b(?:final\s+score|final\s+answer|final\s+grade|answer|grade|score|verdict|confidence|relevance|label)"
+    r"\s*[:=]\s*(?:(?:yes|no|lhs|rhs|neither)\b|\d{1,3}(?!\d)(?![.,]\d)%?|\[[^\]]{0,20}\])",
     re.IGNORECASE)
 _BRACKET_ID = re.compile(r"\[(\s*\d{1,3}(?:\s*,\s*\d{1,3})*\s*)\]")  # [1], and JSON id lists [3, 1]
 _PROMPT_LABEL = re.compile(r"(?<![\w-])(Search query|Query|QUERY|Products?|PRODUCTS?|System|SYSTEM|User|USER|"
                            r"Assistant|ASSISTANT|Instructions?|INSTRUCTIONS?)\s*:")
 
 
-def _control(m: re.Match) -> str:
-    inner = m.group(1) if m.group(1) is not None else m.group(2)
-    return f"({inner or m.group(0).strip('<>/')})"
-
-
 _RULES: tuple[tuple[re.Pattern, Any], ...] = (
     (_FENCE_OPEN, "\u00ab"),
     (_FENCE_CLOSE, "\u00bb"),
-    (_CONTROL, _control),
-    (_ANSWER_CUE, lambda m: " ".join(m.group(1).lower().split()) + " "),
+    (_CONTROL, " "),
+    (_ANSWER, " "),
     (_BRACKET_ID, r"(\1)"),
     (_PROMPT_LABEL, lambda m: m.group(1)),
 )
 
 
 def neutralise(text: str) -> tuple[str, int]:
-    """``text`` with every fence string, chat control token and answer-format string defused (see the module
-    docstring); returns (text, number of rewrites). Text without any of them comes back unchanged."""
+    """``text`` with every fence string, chat control token and answer-format string removed or defused (see the
+    module docstring); returns (text, number of rewrites). Text without any of them comes back unchanged."""
     changes = 0
     for pattern, replacement in _RULES:
         text, n = pattern.subn(replacement, text)
         changes += n
+    if changes:
+        text = _WS.sub(" ", text).strip()
     return text, changes
 
 
