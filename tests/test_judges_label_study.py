@@ -183,7 +183,7 @@ def test_chorus_pisa_bm25_vs_rm3_under_a_copying_and_a_constant_judge(home, monk
         if "Ideal product attributes" in prompt:
             return "0"
         query = prompt.split("Query:", 1)[1].split("\n", 1)[0].strip()
-        product = prompt.rsplit("Product:", 1)[1].split("\n", 1)[0].strip()
+        product = prompt.rsplit("Product:", 1)[1].split("\n", 1)[0].strip().removeprefix("<<<").removesuffix(">>>").strip()
         return str(human[(query, product)])
 
     with FakeServer(responder=responder) as srv:
