@@ -8,6 +8,7 @@ call); 3 (EXIT_LLM_FAILURES) `superb run` finished and wrote its results, but mo
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -49,7 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true",
                      help="count the LLM calls (and their prompt tokens) the response cache cannot serve, without "
                           "calling any model or writing results")
+    run.add_argument("--shard", type=_shard, default=None, metavar="I/N",
+                     help="run only part I of N of the queries (default folder results/NAME.shard-I-of-N); "
+                          "`superb merge` joins the N folders")
     run.set_defaults(func=_cmd_run)
+
+    merge = sub.add_parser("merge", help="check the shard folders of one spec and write its one table")
+    merge.add_argument("shards", type=Path, nargs="+", help="the folders of `superb run SPEC --shard i/n`")
+    merge.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME from the spec)")
+    merge.set_defaults(func=_cmd_merge)
 
     show = sub.add_parser("show", help="print the table of a results folder")
     show.add_argument("result", type=Path)
@@ -81,7 +90,9 @@ def _cmd_run(args) -> int:
 
     spec = load_spec(args.spec)
     out = args.out or Path(spec.output or Path("results") / spec.name)
-    result = run_experiment(spec, dry_run=args.dry_run)
+    if args.shard is not None and args.out is None:
+        out = out.with_name(out.name + args.shard.suffix)
+    result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard)
     if args.dry_run:
         from superb.results import usage_frame
 
@@ -115,6 +126,39 @@ def _llm_exit_code(spec, result) -> int:
           f"failures column. Fix the endpoint and run again (only the failed calls are repeated), or allow a share "
           f"with llm.max_failure_share. Exit code {EXIT_LLM_FAILURES}.", file=sys.stderr)
     return EXIT_LLM_FAILURES
+
+
+def _shard(text: str):
+    from superb.shards import Shard
+
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _cmd_merge(args) -> int:
+    from superb.merge import merge_shards
+    from superb.results import write_results
+
+    result = merge_shards(args.shards)
+    spec = result.spec
+    out = args.out or Path(spec.output or Path("results") / spec.name)
+    if any(out.resolve() == Path(s).resolve() for s in args.shards):
+        raise SuperbError(f"--out {out} is one of the shard folders: write the merge elsewhere")
+    write_results(result, out)
+    print((out / "table.md").read_text(encoding="utf-8"))
+    for s in result.sharding["merged"]:
+        print(f"shard {s['shard']}: {s['queries']} queries from {s['folder']}")
+    shipped = json.loads((out / "provenance.json").read_text(encoding="utf-8")).get("responses")
+    if shipped:
+        print(f"responses: {shipped['rows']} rows ({shipped['duplicates']} keys used by several shards)")
+        if shipped["conflicts"]:
+            print(f"superb: {shipped['conflicts']} keys were answered differently by different shards (e.g. "
+                  f"{', '.join(k[:12] for k in shipped['conflict_keys'])}); responses.jsonl.gz keeps the lower "
+                  "shard's answer, so replaying it may not reproduce every shard's ranking", file=sys.stderr)
+    print(f"{len(result.topics)} queries of {len(result.sharding['merged'])} shards merged into {out}/")
+    return 0
 
 
 def _cmd_show(args) -> int:

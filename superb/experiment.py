@@ -41,6 +41,7 @@ class ExperimentResult:
     llm_info: dict[str, Any] | None
     timings: dict[str, float]
     responses: Any = None  # superb.llm.ship.ResponseLog: the cached answers this run used (shipped with results)
+    sharding: dict[str, Any] | None = None  # a shard's or a merge's record (superb/shards.py, superb/merge.py)
 
 
 def check_topics(topics: pd.DataFrame) -> pd.DataFrame:
@@ -61,19 +62,23 @@ def select_topics(dataset, queries: QueriesSpec) -> pd.DataFrame:
     return topics.reset_index(drop=True)
 
 
-def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, llm: Any = None) -> ExperimentResult:
+def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, llm: Any = None,
+                   shard: Any = None) -> ExperimentResult:
     """Build every system of ``spec`` as a ``>>`` pipeline (superb.systems), then run them in spec order, each
     shared prefix once; ``progress=False`` turns the rerankers' progress bars off. ``dry_run``: the LLM is a
     DryRunClient that counts the calls the response cache cannot serve (see superb.llm.connect.open_for_spec).
     ``llm``: a client to use instead of opening the spec's [llm] (e.g. the collecting client of a batch export,
-    superb/batch/); the caller closes it."""
+    superb/batch/); the caller closes it. ``shard``: a superb.shards.Shard: run only its part of the selected
+    queries (`superb run --shard i/n`; `superb merge` joins the parts)."""
     from superb.data import load_dataset
 
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     dataset = load_dataset(spec.dataset, path="dataset")
-    topics = check_topics(select_topics(dataset, spec.queries))
-    qrels = dataset.qrels()
+    topics = selection = check_topics(select_topics(dataset, spec.queries))
+    if shard is not None:
+        topics = shard.select(selection, spec.name)
+    qrels = all_qrels = dataset.qrels()
     qrels = qrels[qrels["qid"].isin(set(topics["qid"]))].reset_index(drop=True)
     timings["load_data_s"] = time.perf_counter() - t0
 
@@ -97,9 +102,13 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
 
             responses = response_log(llm)
     timings["total_s"] = time.perf_counter() - t0
+    sharding = None
+    if shard is not None:
+        sharding = shard.record(spec, selection, topics, results, qrels=all_qrels)
+        spec = shard.table_spec(spec, len(topics), len(selection))
     return ExperimentResult(spec=spec, topics=topics, qrels=qrels, pipelines=results,
                             dataset_provenance=dataset.provenance(), llm_info=llm_info, timings=timings,
-                            responses=responses)
+                            responses=responses, sharding=sharding)
 
 
 def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFrame, *, llm=None, seed: int = 0,

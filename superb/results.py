@@ -164,6 +164,8 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
             f"pipeline:{n}": round(p.seconds, 3) for n, p in result.pipelines.items()}},
         "systems": systems, "ties": TIE_RULE,
     }
+    if getattr(result, "sharding", None):  # a shard of a run, or a merge of shards (superb/shards.py, merge.py)
+        provenance["sharding"] = result.sharding
     path = out_dir / "provenance.json"
     path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
     ship_responses(result, out_dir)  # responses.jsonl.gz: the LLM answers used, so the folder re-derives anywhere

@@ -39,6 +39,11 @@ class ResponseLog:
     cache_path: Path
     keys: tuple[str, ...]
 
+    def write(self, path: Path) -> dict[str, Any]:
+        """The shipped file at ``path`` (see :func:`write_shipped`); the results writer calls this on whatever
+        ``ExperimentResult.responses`` holds (a merge of shards holds superb.merge.MergedResponses instead)."""
+        return write_shipped(self, path)
+
 
 def response_log(client: Any) -> ResponseLog | None:
     """What ``client`` served or wrote through its response cache (None without a cache: nothing to ship)."""
@@ -52,26 +57,40 @@ def write_shipped(log: ResponseLog, path: Path) -> dict[str, Any]:
     """Write the rows of ``log.keys`` to ``path`` (gzip JSONL, sorted by key, mtime 0); returns a summary for
     provenance: rows, keys missing from the cache, sha256 of the file, and the rows' sources."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    written = 0
-    with ResponseCache(log.cache_path, "read-only") as cache, open(tmp, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-            out = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
-            for row in cache.rows(log.keys):
-                out.write(json.dumps(row.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":")))
-                out.write("\n")
-                written += 1
-            out.flush()
-            out.detach()
+    with ResponseCache(log.cache_path, "read-only") as cache:
+        written = write_lines(path, (row_line(row.to_dict()) for row in cache.rows(log.keys)))
         sources = cache.source_counts(log.keys)
-    os.replace(tmp, path)
     missing = len(log.keys) - written
     return {"file": path.name, "rows": written, "missing_from_cache": missing, "sha256": _sha256(path),
             "sources": sources}
 
 
+def row_line(row: dict[str, Any]) -> str:
+    """One row as the shipped file holds it: canonical JSON (sorted keys, no spaces), no newline."""
+    return json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_lines(path: Path, lines: Iterator[str]) -> int:
+    """Write ``lines`` (already sorted by key) to ``path`` as gzip with mtime 0, atomically; returns how many."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    written = 0
+    with open(tmp, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+            out = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
+            for line in lines:
+                out.write(line)
+                out.write("\n")
+                written += 1
+            out.flush()
+            out.detach()
+    os.replace(tmp, path)
+    return written
+
+
 def ship_responses(result: Any, out_dir: Path) -> None:
-    """The results writer's hook: write ``responses.jsonl.gz`` for ``result.responses`` (a ResponseLog) and record
+    """The results writer's hook: write ``responses.jsonl.gz`` for ``result.responses`` (anything with
+    ``write(path) -> summary``: a ResponseLog, or the merged responses of shards) and record
     the summary in provenance.json; a run without a cache ships nothing (and a stale file is removed)."""
     out_dir = Path(out_dir)
     path = out_dir / SHIPPED_FILE
@@ -80,7 +99,7 @@ def ship_responses(result: Any, out_dir: Path) -> None:
         path.unlink(missing_ok=True)
         summary = None
     else:
-        summary = write_shipped(log, path)
+        summary = log.write(path)
     prov_path = out_dir / "provenance.json"
     if prov_path.is_file():
         provenance = json.loads(prov_path.read_text(encoding="utf-8"))

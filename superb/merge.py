@@ -1,0 +1,303 @@
+"""``superb merge results/NAME.shard-*``: the shard folders of one spec (superb/shards.py) as one experiment.
+
+The checks, each an error that names what is wrong: every folder is a shard folder; the shards split the same
+selection the same way (same n); they come from the same spec (the digest of its defining keys: the differing key
+paths are named) and the same data (differing data files are named by file and sha256) and were answered by the same
+model; every selected query is in exactly one shard (duplicate qids are named with their folders, missing qids with
+the shard that holds them); each run holds only its shard's queries.
+
+The merge: topics, qrels and every system's run concatenated in the spec's query order; each pipeline's counters and
+LLM usage summed (from the exact values of the shards' provenance); the shipped responses merged by key (one row per
+key: a key two shards used is kept once, and a key they answered differently is counted as a conflict and keeps the
+lower shard's answer). The result goes through the results writer of ``superb run`` (superb.results.write_results):
+one table, with its significance over all queries. Merge reads only the folders: no data set, index or model.
+"""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+from superb.errors import DataError
+from superb.shards import SHARD_RULE, Shard, spec_differences, spec_digest
+
+EXAMPLES = 8  # qids or keys named in a message
+
+
+@dataclass
+class ShardFolder:
+    """One shard's results folder, as written by ``superb run SPEC --shard i/n``."""
+
+    path: Path
+    provenance: dict[str, Any]
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return self.provenance["sharding"]
+
+    @property
+    def shard(self) -> Shard:
+        return Shard(int(self.record["index"]), int(self.record["count"]))
+
+    @property
+    def qids(self) -> list[str]:
+        return [str(q) for q in self.record["qids"]]
+
+    @property
+    def selection(self) -> list[str]:
+        return [str(q) for q in self.record["selection"]]
+
+    def name(self) -> str:
+        return f"{self.path} (shard {self.shard.label})"
+
+    def file(self, name: str) -> Path:
+        path = self.path / name
+        if not path.is_file():
+            raise DataError(f"{path} is missing: {self.path} is not a complete shard folder (run the shard again)")
+        return path
+
+    def runs(self) -> dict[str, pd.DataFrame]:
+        from superb.results import read_run
+
+        systems = json.loads(self.file("systems.json").read_text(encoding="utf-8"))
+        return {name: read_run(self.file(rel)) for name, rel in systems.items()}
+
+    def topics(self) -> pd.DataFrame:
+        return pd.read_csv(self.file("topics.tsv"), sep="\t", header=None, names=["qid", "query"], dtype=str,
+                           keep_default_na=False)
+
+    def qrels(self) -> pd.DataFrame:
+        frame = pd.read_csv(self.file("qrels.trec"), sep=" ", header=None, names=["qid", "it", "docno", "label"],
+                            dtype={"qid": str, "it": str, "docno": str, "label": int}, keep_default_na=False)
+        return frame[["qid", "docno", "label"]]
+
+
+def read_shard(path: str | Path) -> ShardFolder:
+    path = Path(path)
+    prov = path / "provenance.json"
+    if not prov.is_file():
+        raise DataError(f"{prov} does not exist: give the folders written by `superb run SPEC --shard i/n` "
+                        "(results/NAME.shard-i-of-n)")
+    provenance = json.loads(prov.read_text(encoding="utf-8"))
+    record = provenance.get("sharding") or {}
+    if "shard" not in record:
+        what = "a merged folder" if "merged" in record else "the folder of an unsharded run"
+        raise DataError(f"{path} is {what}, not a shard: give the folders written by `superb run SPEC --shard i/n`")
+    return ShardFolder(path, provenance)
+
+
+def check_shards(shards: list[ShardFolder]) -> list[str]:
+    """Raise DataError naming what keeps ``shards`` from being one experiment; return the spec's selection."""
+    first = shards[0]
+    for other in shards[1:]:
+        if other.shard.count != first.shard.count:
+            raise DataError(f"{other.name()} and {first.name()} split the queries differently ({other.shard.count} "
+                            f"vs {first.shard.count} shards): merge the n shards of one split")
+        if other.record["spec_digest"] != first.record["spec_digest"]:
+            diff = spec_differences(first.provenance["spec"], other.provenance["spec"])
+            raise DataError(f"{other.path} comes from a different spec than {first.path}: "
+                            f"{'; '.join(diff) or 'the spec digests differ'}. Run every shard with one spec")
+        data = _data_differences(first.provenance.get("dataset") or {}, other.provenance.get("dataset") or {})
+        if data:
+            raise DataError(f"{other.path} was run on different data than {first.path}: {'; '.join(data)}")
+        models = [(s.provenance.get("llm") or {}).get("model") for s in (first, other)]
+        if models[0] != models[1]:
+            raise DataError(f"{other.path} was answered by model {models[1]!r}, {first.path} by {models[0]!r}")
+        if other.selection != first.selection:
+            raise DataError(f"{other.path} and {first.path} select different queries from the same spec and data "
+                            f"({len(other.selection)} vs {len(first.selection)}): was the data set changed?")
+    selection = first.selection
+    for s in shards:
+        expected = s.shard.qids(selection)
+        if s.qids != expected:
+            raise DataError(f"{s.path} holds qids {_some(s.qids)}, but shard {s.shard.label} of this selection is "
+                            f"{_some(expected)} ({SHARD_RULE})")
+    _check_coverage(shards, selection)
+    return selection
+
+
+def _check_coverage(shards: list[ShardFolder], selection: list[str]) -> None:
+    where: dict[str, list[ShardFolder]] = {}
+    for s in shards:
+        for q in s.qids:
+            where.setdefault(q, []).append(s)
+    twice = [q for q in selection if len(where.get(q, [])) > 1]
+    if twice:
+        named = ", ".join(f"{q} ({' and '.join(str(s.path) for s in where[q])})" for q in twice[:EXAMPLES])
+        raise DataError(f"{len(twice)} queries are in more than one shard folder: {named}"
+                        f"{' ...' if len(twice) > EXAMPLES else ''}. Give each shard once")
+    missing = [q for q in selection if q not in where]
+    if missing:
+        count = shards[0].shard.count
+        given = {s.shard.index for s in shards}
+        absent = [f"{i}/{count}" for i in range(1, count + 1) if i not in given]
+        raise DataError(f"{len(missing)} of the {len(selection)} queries are in no shard folder given: "
+                        f"{_some(missing)}; missing shard(s) {', '.join(absent)} (`superb run SPEC --shard i/n`)")
+
+
+def _data_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    files_a = {f.get("name"): f.get("sha256") for f in a.get("files") or []}
+    files_b = {f.get("name"): f.get("sha256") for f in b.get("files") or []}
+    out = [f"file {name}: sha256 {str(files_a.get(name))[:12]} vs {str(files_b.get(name))[:12]}"
+           for name in sorted(set(files_a) | set(files_b), key=str) if files_a.get(name) != files_b.get(name)]
+    out += [f"{key}: {a.get(key)!r} vs {b.get(key)!r}" for key in sorted(set(a) | set(b) - {"files"})
+            if a.get(key) != b.get(key)]
+    return out
+
+
+def _some(qids: list[str]) -> str:
+    return ", ".join(qids[:EXAMPLES]) + (f" ... ({len(qids)} in all)" if len(qids) > EXAMPLES else "")
+
+
+def merge_shards(folders: list[str | Path]):
+    """The shards as one ExperimentResult (spec, topics, qrels, runs, summed counters and usage, merged
+    responses), ready for superb.results.write_results."""
+    from superb.experiment import ExperimentResult, PipelineResult
+    from superb.spec import parse_spec
+
+    t0 = time.perf_counter()
+    if not folders:
+        raise DataError("give the shard folders to merge (results/NAME.shard-*)")
+    shards = sorted((read_shard(f) for f in folders), key=lambda s: (s.shard.index, str(s.path)))
+    selection = check_shards(shards)
+    order = {q: i for i, q in enumerate(selection)}
+    first = shards[0]
+    spec_file = first.provenance.get("spec_file")
+    spec = parse_spec(first.provenance["spec"], source=Path(spec_file) if spec_file else None)
+
+    runs = [s.runs() for s in shards]
+    names = [p.name for p in spec.pipelines]
+    pipelines = {}
+    for name in names:
+        parts = []
+        for s, shard_runs in zip(shards, runs):
+            if name not in shard_runs:
+                raise DataError(f"{s.path} has no run of system {name!r} (its systems.json: {sorted(shard_runs)})")
+            run = shard_runs[name]
+            stray = sorted(set(run["qid"].astype(str)) - set(s.qids))
+            if stray:
+                raise DataError(f"{s.path}: the run of {name!r} holds queries of other shards: {_some(stray)}")
+            parts.append(run)
+        counters = [s.record["pipelines"].get(name, {}) for s in shards]
+        pipelines[name] = PipelineResult(
+            name=name, run=_in_order(pd.concat(parts, ignore_index=True), order, "rank"),
+            seconds=sum(float(c.get("seconds", 0.0)) for c in counters),
+            stats=_summed(c.get("stats", {}) for c in counters), usage=_summed(c.get("usage", {}) for c in counters))
+
+    topics = _in_order(pd.concat([s.topics() for s in shards], ignore_index=True), order)
+    qrels_order = {q: i for i, q in enumerate(first.record.get("qrels_order") or selection)}
+    qrels = _in_order(pd.concat([s.qrels() for s in shards], ignore_index=True), qrels_order)
+    llm_info = _llm_info(shards)
+    responses = MergedResponses([(s.shard.label, s.path / "responses.jsonl.gz") for s in shards]) \
+        if llm_info is not None else None
+    sharding = {"merged": [_summary(s) for s in shards], "count": first.shard.count, "rule": SHARD_RULE,
+                "spec_digest": spec_digest(spec.raw)}
+    timings = {"shards_total_s": sum(float((s.provenance.get("timings") or {}).get("total_s", 0.0)) for s in shards),
+               "merge_s": time.perf_counter() - t0}
+    return ExperimentResult(spec=spec, topics=topics, qrels=qrels, pipelines=pipelines,
+                            dataset_provenance=first.provenance.get("dataset") or {}, llm_info=llm_info,
+                            timings=timings, responses=responses, sharding=sharding)
+
+
+def _in_order(frame: pd.DataFrame, order: dict[str, int], then: str | None = None) -> pd.DataFrame:
+    """Rows in the spec's query order (a stable sort: each query's rows keep their order, or ``then``'s)."""
+    frame = frame.assign(_q=frame["qid"].astype(str).map(order))
+    keys = ["_q"] + ([then] if then else [])
+    return frame.sort_values(keys, kind="mergesort").drop(columns="_q").reset_index(drop=True)
+
+
+def _summed(dicts) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for d in dicts:
+        for k, v in d.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def _llm_info(shards: list[ShardFolder]) -> dict[str, Any] | None:
+    infos = [s.provenance.get("llm") for s in shards]
+    if all(i is None for i in infos):
+        return None
+    info = dict(next(i for i in infos if i is not None))
+    info["usage_total"] = _summed((i or {}).get("usage_total") or {} for i in infos)
+    info["endpoints"] = sorted({e for i in infos for e in (i or {}).get("endpoints") or []})
+    return info
+
+
+def _summary(s: ShardFolder) -> dict[str, Any]:
+    llm = s.provenance.get("llm") or {}
+    return {"folder": str(s.path), "shard": s.shard.label, "queries": len(s.qids),
+            "spec_file": s.provenance.get("spec_file"), "project": s.provenance.get("project"),
+            "host": s.provenance.get("host"), "endpoints": llm.get("endpoints"),
+            "responses": s.provenance.get("responses")}
+
+
+@dataclass
+class MergedResponses:
+    """The shards' responses.jsonl.gz merged by key (each file is sorted by key; so is the result), written by the
+    results writer's hook like a run's own (superb.llm.ship.ship_responses)."""
+
+    files: list[tuple[str, Path]]  # (shard label, its responses.jsonl.gz), lowest shard first
+    duplicates: int = 0
+    conflicts: list[str] = field(default_factory=list)
+
+    def write(self, path: Path) -> dict[str, Any]:
+        from superb.llm.ship import _sha256, write_lines
+
+        present = [(label, p) for label, p in self.files if p.is_file()]
+        taken: dict[str, int] = {label: 0 for label, _ in present}
+        sources: dict[str, int] = {}
+        for label, p in present:
+            summary = (json.loads((p.parent / "provenance.json").read_text(encoding="utf-8")).get("responses")
+                       or {})
+            for src, n in (summary.get("sources") or {}).items():
+                sources[src] = sources.get(src, 0) + int(n)
+
+        def merged() -> Iterator[str]:
+            streams = [_keyed_lines(p, rank, label) for rank, (label, p) in enumerate(present)]
+            last_key = last_line = None
+            for key, _, label, line in heapq.merge(*streams):
+                if key == last_key:
+                    if line == last_line:
+                        self.duplicates += 1
+                    else:
+                        self.conflicts.append(key)
+                    continue
+                last_key, last_line = key, line
+                taken[label] += 1
+                yield line
+
+        rows = write_lines(Path(path), merged())
+        return {"file": Path(path).name, "rows": rows, "missing_from_cache": 0, "sha256": _sha256(Path(path)),
+                "sources": sources, "merged_from": taken, "duplicates": self.duplicates,
+                "conflicts": len(self.conflicts), "conflict_keys": self.conflicts[:EXAMPLES],
+                "shards_without_responses": [label for label, p in self.files if not p.is_file()]}
+
+
+def _keyed_lines(path: Path, rank: int, label: str) -> Iterator[tuple[str, int, str, str]]:
+    """(key, shard rank, shard label, line) of a shipped file, checking that it is sorted by key."""
+    previous = ""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                line = line.rstrip("\n")
+                if not line:
+                    continue
+                try:
+                    key = json.loads(line)["key"]
+                except (ValueError, KeyError, TypeError):
+                    raise DataError(f"{path} line {n} is not a shipped response row (JSON with a key)") from None
+                if key < previous:
+                    raise DataError(f"{path} is not sorted by key (line {n}): was it written by `superb run`?")
+                previous = key
+                yield key, rank, label, line
+    except (OSError, EOFError) as e:
+        raise DataError(f"cannot read {path}: {e}") from None
