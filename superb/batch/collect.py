@@ -2,7 +2,8 @@
 
 This is the one entry point from batch files into the experiment runner: ``run_experiment(spec, llm=client)`` with a
 ``CollectingClient`` (superb/llm/batch.py). A query whose next answer is missing stops there (pending) and is not
-reranked by later stages, so the round holds exactly the requests that can be formed now.
+reranked by later stages, so the round holds exactly the requests that can be formed now. An export runs the
+systems only: it evaluates nothing and writes no results folder (``superb run`` does, once nothing is left).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class Round:
     """What one pass over a spec found: the requests still needed, and the queries left pending per pipeline."""
 
     totals: RoundTotals
-    pending: dict[str, int] = field(default_factory=dict)  # pipeline name -> queries pending in it
+    pending: dict[str, list[str]] = field(default_factory=dict)  # pipeline name -> its queries still pending
     parts: list[BatchPart] = field(default_factory=list)  # the files written (several when split)
 
     @property
@@ -38,10 +39,19 @@ class Round:
         out = [f"{t.requests} requests needed now (about {t.prompt_tokens:,} prompt tokens, at most "
                f"{t.max_completion_tokens:,} completion tokens)"]
         out += [f"  template {name or '(none)'}: {n}" for name, n in t.templates.items()]
-        out += [f"  pipeline {name!r}: {n} queries pending" for name, n in self.pending.items() if n]
+        out += [f"  pipeline {name!r}: {len(q)} queries pending" for name, q in self.pending.items() if q]
         out.append("after importing their answers, export again: methods with several rounds (sliding windows, "
                    "sorts) need the answers of this round to form the next")
         return out
+
+
+def pending_qids(run: Any) -> list[str]:
+    """The queries of a pipeline's run still waiting for an answer: its own stage's, or any stage's before it (the
+    ``pending`` column travels with the frame, so a query pending in a shared prefix is pending in every pipeline
+    that reads that prefix, and no later stage builds a request on it)."""
+    if "pending" not in run.columns:
+        return []
+    return sorted(set(run.loc[run["pending"].fillna(False).astype(bool), "qid"].astype(str)))
 
 
 def llm_config(spec: Any) -> LLMConfig:
@@ -77,7 +87,7 @@ def run_round(spec: Any, out: Path | None = None, *, max_lines: int | None = Non
             client.drain()
         finally:
             client.close()
-        found = Round(totals=sink.totals(), pending={name: int(pr.stats.get("pending_queries", 0))
+        found = Round(totals=sink.totals(), pending={name: pending_qids(pr.run)
                                                     for name, pr in result.pipelines.items()})
         if out is not None:
             if found.done:
