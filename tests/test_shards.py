@@ -224,3 +224,40 @@ first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
 """)
     assert main(["run", str(spec), "--shard", "3/3", "--out", str(tmp_path / "o")]) == 2
     assert "shard 3/3 of spec 'tiny' has no query: the spec selects 2 queries" in capsys.readouterr().err
+
+
+ROOT = Path(__file__).resolve().parents[1]
+CHORUS_POINTWISE = ROOT / "results" / "chorus_pointwise"
+
+
+@pytest.mark.slow
+@pytest.mark.java
+@pytest.mark.skipif(not (CHORUS_POINTWISE / "responses.jsonl.gz").is_file(),
+                    reason="results/chorus_pointwise/responses.jsonl.gz is not committed yet (it comes with the "
+                           "re-run of chorus_pointwise on the current runner); this test needs its shipped answers")
+def test_chorus_pointwise_in_three_shards_from_its_shipped_responses_equals_one_run(tmp_path, monkeypatch, capsys,
+                                                                                    chorus_mirror):
+    """The issue's case: all Chorus test-split queries, BM25 + pointwise (1.5B) + bi-encoder, every LLM answer
+    served from the folder's shipped responses (replayed into a fresh cache, read-only: the model never starts)."""
+    cache = tmp_path / "chorus_pointwise.sqlite"
+    assert main(["responses", "replay", str(CHORUS_POINTWISE), "--cache", str(cache)]) == 0
+    text = (ROOT / "experiments" / "chorus_pointwise.toml").read_text(encoding="utf-8")
+    assert "\n[llm]\n" in text
+    spec = tmp_path / "chorus_pointwise.toml"
+    spec.write_text(text.replace("\n[llm]\n", f'\n[llm]\ncache = "read-only"\ncache_path = "{cache}"\n'))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SUPERB_PROGRESS", "0")
+    assert main(["run", str(spec), "--out", str(tmp_path / "whole")]) == 0
+    shards = []
+    for i in (1, 2, 3):
+        assert main(["run", str(spec), "--shard", f"{i}/3"]) == 0
+        shards.append(tmp_path / "results" / f"chorus_pointwise.shard-{i}-of-3")
+    assert main(["merge", *map(str, shards), "--out", str(tmp_path / "merged")]) == 0
+    capsys.readouterr()
+    whole, merged = tmp_path / "whole", tmp_path / "merged"
+    for name in [*COMPARED, *(f"runs/{p.name}" for p in (whole / "runs").iterdir())]:
+        assert (merged / name).read_bytes() == (whole / name).read_bytes(), name
+    usage = pd.read_csv(merged / "usage.csv").set_index("system")
+    assert usage["calls"].sum() == 0 and usage.loc["BM25 >> pointwise", "cache_hits"] > 0  # all from the cache
+    assert pd.read_csv(merged / "table.csv")["n_queries"].max() == len(pd.read_csv(whole / "topics.tsv", sep="\t",
+                                                                                  header=None))
