@@ -128,14 +128,32 @@ def test_submit_dry_run_then_rounds_against_the_batch_api(home, capsys):
     pd.testing.assert_frame_equal(got, want)
 
 
-def test_import_of_a_file_with_unknown_ids_exits_1(tmp_path, monkeypatch, capsys):
+def result_line(custom_id: str, *, status: int = 200, error=None) -> dict:
+    body = {"choices": [{"message": {"content": "yes"}}], "usage": {}} if status == 200 else None
+    return {"id": "x", "custom_id": custom_id, "response": {"status_code": status, "request_id": "r", "body": body},
+            "error": error}
+
+
+def test_import_exit_codes_failed_requests_3_unusable_lines_2(tmp_path, monkeypatch, capsys):
+    """README's scheme: 3 when the batch held failed requests (they are exported again), 2 when a line cannot be
+    used at all (unknown custom_id, malformed); 2 wins."""
     monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-    lines = [{"id": "x", "custom_id": "a" * 64, "response": {"status_code": 200, "request_id": "r", "body": {
-        "choices": [{"message": {"content": "yes"}}], "usage": {}}}, "error": None}]
-    path = tmp_path / "out.jsonl"
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    assert main(["batch", "import", str(path), "--cache", str(tmp_path / "c.sqlite")]) == 1
+    cache = str(tmp_path / "c.sqlite")
+
+    def imported(name, lines) -> int:
+        path = tmp_path / name
+        path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+        return main(["batch", "import", str(path), "--cache", cache])
+
+    assert imported("empty.jsonl", []) == 0
+    failed = result_line("b" * 64, status=400, error="maximum context length exceeded")  # vllm run-batch's form
+    assert imported("failed.jsonl", [failed]) == 3
+    out = capsys.readouterr()
+    assert "error lines 1 (400 x1)" in out.out and "1 requests failed in the batch" in out.err
+    assert imported("unknown.jsonl", [result_line("a" * 64), failed]) == 2
     assert "unknown custom_id 1" in capsys.readouterr().out
+    assert imported("malformed.jsonl", ["{not json"]) == 2
+    assert "malformed 1" in capsys.readouterr().out
 
 
 def test_export_refuses_a_spec_without_an_llm_or_with_the_cache_off(tmp_path, monkeypatch, capsys):

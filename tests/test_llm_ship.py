@@ -90,6 +90,22 @@ def test_replay_stores_verified_rows_and_refuses_tampered_ones(tmp_path):
         assert fresh.source_counts(log.keys) == {"shipped:tampered.jsonl.gz": 3, "shipped:demo": 2}
 
 
+def test_replay_command_exits_2_when_it_refuses_rows(tmp_path, capsys):
+    from superb.cli import main
+
+    with filled(tmp_path / "a.sqlite") as cache:
+        log = ResponseLog(cache.path, tuple(cache.used_keys()))
+    write_shipped(log, tmp_path / SHIPPED_FILE)
+    rows = [json.loads(line) for line in gzip.open(tmp_path / SHIPPED_FILE, "rt")]
+    rows[0]["key"] = "0" * 64
+    with gzip.open(tmp_path / "tampered.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    good, bad = tmp_path / SHIPPED_FILE, tmp_path / "tampered.jsonl.gz"
+    assert main(["responses", "replay", str(good), "--cache", str(tmp_path / "b.sqlite")]) == 0
+    assert main(["responses", "replay", str(bad), "--cache", str(tmp_path / "c.sqlite")]) == 2
+    assert "1 rows refused" in capsys.readouterr().err
+
+
 def test_replay_keeps_a_conflicting_cached_answer_unless_replace(tmp_path):
     with filled(tmp_path / "a.sqlite", 2) as cache:
         log = ResponseLog(cache.path, tuple(cache.used_keys()))

@@ -1,13 +1,22 @@
 """`superb batch export|import|status|submit` and `superb responses replay` (registered by superb/cli.py).
 
-Exit codes: 0 done; 1 an import met lines it could not use (unknown custom_id, malformed body) or a replay refused
-rows (their keys do not match their requests); 2 bad input (the usual SuperbError).
+Exit codes follow superb's (0 done, 2 error, 3 failed LLM requests, 130 interrupted):
+- import: 0 every line stored (or already cached); 3 the file held error lines, i.e. failed requests (the answered
+  lines are stored; the failed ones stay pending and the next export writes them again); 2 lines superb cannot use:
+  an unknown custom_id (a result of another cache or spec) or a malformed line (the valid lines are stored, the rest
+  named). 2 wins over 3. An interrupted import keeps what it stored; importing the file again is harmless.
+- replay: 0 every row stored or already cached; 2 rows refused (their key is not the sha256 of their request).
+- export, status: 0 (pending requests are the normal state between rounds); submit: 0 finished or stopped by
+  --max-rounds (run it again to go on), 2 when it gives up (rounds in a row without one answer) or on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+EXIT_UNUSABLE = 2  # lines or rows superb cannot use (superb's "error" code)
+EXIT_FAILED_REQUESTS = 3  # failed LLM requests (superb's code for failed LLM calls)
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +31,8 @@ def register(subparsers: Any) -> None:
     export.add_argument("--out", type=Path, required=True, help="the batch file to write (JSONL)")
     export.add_argument("--max-lines", type=int, default=None,
                         help="split into OUT-1.jsonl, OUT-2.jsonl, ... of at most this many requests (OpenAI: 50000)")
-    export.add_argument("--max-mb", type=float, default=None, help="split into files of at most this size (OpenAI: 200)")
+    export.add_argument("--max-mb", type=float, default=None,
+                        help="split into files of at most this size (OpenAI: 200)")
     export.set_defaults(func=_export)
 
     imp = sub.add_parser("import", help="store the answers of batch result files in the response cache")
@@ -94,17 +104,26 @@ def _import(args: argparse.Namespace) -> int:
     from superb.llm.cache import ResponseCache
 
     path = _cache_path(args)
-    bad = 0
+    bad = failed = 0
     with ResponseCache(path) as cache, PendingStore(path) as store:
         for f in args.files:
             report = import_results(f, cache, store, replace=args.replace)
             for line in report.lines_out():
                 print(line)
             bad += report.unknown + report.malformed
+            failed += sum(report.errors.values())
         left = store.pending()
     print(f"{left} exported requests still wait for an answer in {path}"
           + ("; export again for the next round" if left == 0 else "; error lines are exported again next round"))
-    return 1 if bad else 0
+    if bad:
+        print(f"superb: {bad} result lines could not be used (unknown custom_id or malformed; named above); the "
+              f"valid lines are stored. Exit code {EXIT_UNUSABLE}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    if failed:
+        print(f"superb: {failed} requests failed in the batch (error lines, by code above); the next export writes "
+              f"them again. Exit code {EXIT_FAILED_REQUESTS}", file=sys.stderr)
+        return EXIT_FAILED_REQUESTS
+    return 0
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -166,7 +185,8 @@ def _submit(args: argparse.Namespace) -> int:
                            log=lambda m: print(m, flush=True)).run()
     finally:
         api.close()
-    print(f"{report.rounds} rounds in this call; {'done: `superb run SPEC` makes 0 LLM calls' if report.finished else 'not finished'}")
+    done = "done: `superb run SPEC` makes 0 LLM calls" if report.finished else "not finished (run it again to go on)"
+    print(f"{report.rounds} rounds in this call; {done}")
     return 0
 
 
@@ -184,5 +204,6 @@ def _replay(args: argparse.Namespace) -> int:
             refused += report.invalid
     print(f"responses are in {path}")
     if refused:
-        print(f"superb: {refused} rows refused (their keys do not match their requests)", file=sys.stderr)
-    return 1 if refused else 0
+        print(f"superb: {refused} rows refused (their keys do not match their requests); the valid rows are "
+              f"stored. Exit code {EXIT_UNUSABLE}", file=sys.stderr)
+    return EXIT_UNUSABLE if refused else 0
