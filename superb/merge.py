@@ -195,8 +195,8 @@ def merge_shards(folders: list[str | Path]):
     qrels_order = {q: i for i, q in enumerate(first.record.get("qrels_order") or selection)}
     qrels = _in_order(pd.concat([s.qrels() for s in shards], ignore_index=True), qrels_order)
     llm_info = _llm_info(shards)
-    responses = MergedResponses([(s.shard.label, s.path / "responses.jsonl.gz") for s in shards]) \
-        if llm_info is not None else None
+    shipped = [(s.shard.label, s.path / "responses.jsonl.gz") for s in shards]
+    responses = MergedResponses(shipped) if any(p.is_file() for _, p in shipped) else None  # none: cache was off
     sharding = {"merged": [_summary(s) for s in shards], "count": first.shard.count, "rule": SHARD_RULE,
                 "spec_digest": spec_digest(spec.raw)}
     timings = {"shards_total_s": sum(float((s.provenance.get("timings") or {}).get("total_s", 0.0)) for s in shards),
