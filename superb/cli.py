@@ -158,7 +158,7 @@ def _cmd_merge(args) -> int:
                   f"{', '.join(k[:12] for k in shipped['conflict_keys'])}); responses.jsonl.gz keeps the lower "
                   "shard's answer, so replaying it may not reproduce every shard's ranking", file=sys.stderr)
     print(f"{len(result.topics)} queries of {len(result.sharding['merged'])} shards merged into {out}/")
-    return 0
+    return _llm_exit_code(spec, result)  # the shards' failed LLM calls, summed, against llm.max_failure_share
 
 
 def _cmd_show(args) -> int:
