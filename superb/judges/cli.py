@@ -1,7 +1,13 @@
-"""`superb judge SPEC`: label a pool of (query, product) pairs with LLM judges and measure agreement with humans.
+"""`superb judge SPEC`: label a pool of (query, product) pairs with LLM judges and measure agreement with humans;
+`superb judge --fill results/NAME`: label the unjudged products of a results folder with a calibrated judge and add
+the view "filled" to its table.
 
-The integrator's superb/cli.py calls :func:`register`. See superb.judges.spec for the spec shape and
-superb.judges.run for what is written to results/NAME/.
+The integrator's superb/cli.py calls :func:`register`. See superb.judges.spec for the spec shape,
+superb.judges.run for what is written to results/NAME/, and superb.judges.fill for the fill.
+
+Both forms take ``--dry-run`` (count the LLM calls the response cache cannot serve, per judge; nothing is called or
+written) and ``--from-cache`` (write the results from the cached answers alone, no model started: a partial report
+whose coverage is stated).
 """
 
 from __future__ import annotations
@@ -12,25 +18,103 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     judge = subparsers.add_parser("judge", help="label query-product pairs with LLM judges; agreement with humans "
-                                                "(and a label study), or build a benchmark ([benchmark] specs)")
-    judge.add_argument("spec", type=Path, help="a judge spec (TOML), e.g. experiments/judges_chorus.toml")
+                                                "(and a label study), or build a benchmark ([benchmark] specs); "
+                                                "--fill results/NAME: LLM labels for a folder's unjudged products")
+    judge.add_argument("spec", type=Path, nargs="?", help="a judge spec (TOML), e.g. experiments/judges_chorus.toml")
     judge.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME from the spec)")
+    judge.add_argument("--fill", type=Path, default=None, metavar="RESULTS",
+                       help="a `superb run` results folder: label the products in every system's top ranks with a "
+                            "calibrated judge, write llm_qrels.trec and the view \"filled\" into it")
+    judge.add_argument("--judge", default="yesno_product",
+                       help="with --fill: a scoring preset, or presets joined by '+' (an ensemble) "
+                            "(default yesno_product)")
+    judge.add_argument("--depth", type=int, default=10, help="with --fill: label each system's top DEPTH (default 10)")
+    judge.add_argument("--scope", choices=("all", "unjudged"), default="all",
+                       help="with --fill: label every top product (all, default: also gives the LLM-only label "
+                            "study) or only those without a human label")
+    modes = judge.add_mutually_exclusive_group()
+    modes.add_argument("--dry-run", action="store_true",
+                       help="count the LLM calls the response cache cannot serve (per judge), without calling any "
+                            "model or writing anything")
+    modes.add_argument("--from-cache", action="store_true",
+                       help="write the results from the cached answers alone (no model); pairs without a cached "
+                            "answer are counted, each judge's coverage is reported")
     judge.set_defaults(func=_cmd_judge)
 
 
 def _cmd_judge(args) -> int:
+    from superb.errors import SuperbError
+
+    mode = "dry_run" if args.dry_run else "from_cache" if args.from_cache else "live"
+    if (args.spec is None) == (args.fill is None):
+        raise SuperbError("superb judge: give a judge spec (superb judge SPEC) or --fill results/NAME, not both")
+    if args.fill is not None:
+        return _fill(args, mode)
     from superb.judges.run import run_judge_spec
     from superb.judges.spec import load_judge_spec
 
     spec = load_judge_spec(args.spec)
     out = args.out or Path(spec.output or Path("results") / spec.name)
-    result = run_judge_spec(spec, out)
+    result = run_judge_spec(spec, out, mode=mode)
+    if mode == "dry_run":
+        return _print_dry_run(result["usage"], f"{spec.name}: {result['counts']['pairs']} pool pairs")
     if spec.benchmark is not None:
         print(f"{spec.name}: benchmark of {result['counts']['queries']} queries, {result['counts']['judgments']} "
               f"judged pairs, labels {result['counts']['labels']}, rewrites {result['stats']}")
-    else:
-        print((out / "agreement.md").read_text(encoding="utf-8"))
+        return 0
+    print((out / "agreement.md").read_text(encoding="utf-8"))
+    for name in ("agreement_calibrated.md", "pairwise.md"):
+        if (out / name).is_file():
+            print((out / name).read_text(encoding="utf-8"))
     if (out / "label_study.md").is_file() and spec.label_study is not None:
         print((out / "label_study.md").read_text(encoding="utf-8"))
     print(f"results written to {out}/")
-    return 0 if result else 1
+    return _exit_code(spec.llm, out)
+
+
+def _fill(args, mode: str) -> int:
+    from superb.judges.fill import FillOptions, fill
+
+    options = FillOptions(judge=args.judge, depth=args.depth, scope=args.scope)
+    result = fill(args.fill, options, mode=mode)
+    if mode == "dry_run":
+        return _print_dry_run(result["usage"], f"fill {args.fill}: {result['targets']} target pairs and "
+                                               f"{result['dev_pairs']} dev pairs for the cut points")
+    counts = result["fingerprint"]["counts"]
+    print(f"{args.fill}: {counts['labelled']} of {counts['targets']} top-{options.depth} pairs labelled by "
+          f"{result['fingerprint']['judge']} ({counts['unjudged_labelled']} of {counts['unjudged']} unjudged); "
+          f"statuses {counts['status']}")
+    print(result["sentence"])
+    print((args.fill / "label_study.md").read_text(encoding="utf-8"))
+    import json
+
+    spec_llm = json.loads((args.fill / "provenance.json").read_text(encoding="utf-8"))["spec"].get("llm")
+    return _exit_code(spec_llm, args.fill, key="fill")
+
+
+def _print_dry_run(usage: dict, what: str) -> int:
+    calls = hits = tokens = 0
+    print(f"{'tag':40} {'calls':>8} {'cache hits':>10} {'prompt tokens':>14}")
+    for tag, row in sorted(usage.items()):
+        c, h, t = int(row.get("calls", 0)), int(row.get("cache_hits", 0)), int(row.get("prompt_tokens", 0))
+        calls, hits, tokens = calls + c, hits + h, tokens + t
+        print(f"{tag:40} {c:8d} {h:10d} {t:14d}")
+    print(f"dry run ({what}): {calls} calls a real run would make ({tokens} prompt tokens, estimated), {hits} "
+          "requests served by the response cache; nothing was called or written")
+    return 0
+
+
+def _exit_code(llm_spec: dict | None, folder: Path, key: str = "llm") -> int:
+    """Counts on stderr; 3 when more LLM requests failed than llm.max_failure_share allows (superb run's rule)."""
+    # TODO(h3): return superb.exit_codes.llm_exit_code(llm_spec, usage) once superb/exit_codes.py is on main
+    import json
+    from types import SimpleNamespace
+
+    from superb.cli import _llm_exit_code
+
+    usage = (json.loads((folder / "provenance.json").read_text(encoding="utf-8")).get(key) or {}).get("usage") or {}
+    if not usage:
+        return 0
+    rows = list(usage.values()) if all(isinstance(v, dict) for v in usage.values()) else [usage]
+    totals = {k: sum(int(r.get(k, 0) or 0) for r in rows) for k in ("calls", "cache_hits", "failures")}
+    return _llm_exit_code(SimpleNamespace(llm=llm_spec), SimpleNamespace(llm_info={"usage_total": totals}))

@@ -1,17 +1,28 @@
 """Run a judge spec: pick queries and a pool of (query, product) pairs, label them with each judge variant, and
 write results/NAME/:
 
-  agreement.md / agreement.csv   every variant against the human label (and each rater, when the data set has
-                                 ratings), plus the human ceiling on the judged pairs and on all rated pairs
+  agreement.md / agreement.csv   every generated variant against the human label (and each rater, when the data
+                                 set has ratings), plus the human ceiling on the judged pairs and on all rated pairs
+  agreement_calibrated.md / .csv, coverage.csv, calibration.json, VARIANT/scores.tsv, labels.tsv, confusion_*.png
+                                 the scoring variants (presets, ensembles): cut points fitted on the dev pairs, agreement
+                                 on the test pairs with bootstrap intervals, coverage (superb.judges.calibrated_run)
   VARIANT/qrels.trec             the variant's labels (TREC qrels)
   VARIANT/judgments.jsonl        one Judgment record per pair (label, confidence, raw answer, template id, status)
   VARIANT/confusion.png          heatmap: human label x judge label
   VARIANT/per_label.csv          precision and recall of the judge per human label
   pool.tsv                       the judged pairs (qid, query, docno)
-  pairwise.md / .csv, pairwise_pairs.tsv, pairwise_decisions.jsonl   with [pairwise_study]: the check-twice table
+  pairwise.md / .csv, pairwise_pairs.tsv, pairwise_decisions.jsonl   with [pairwise_study]: the check-twice table;
+  pairwise_probability.csv, pairwise_curve.csv, pairwise_pr.png   with probability = true: the precision/recall curve
+                                 of P(first preferred) (superb.judges.preference_study)
   label_study.md / .csv, label_study_verdicts.csv   with [label_study]: system orderings and significance verdicts
                                  under the human vs each judge's labels (superb.judges.study_run)
-  provenance.json                spec, data set provenance, LLM description, template ids, counts and judge stats
+  responses.jsonl.gz             the LLM answers the study used (superb.llm.ship): `superb responses replay`
+  provenance.json                spec, data set provenance, LLM description, template ids, counts and judge stats,
+                                 the mode (live | from_cache) and the shipped responses' summary
+
+Scoring variants run first (in the spec's order: the priority order), then generated variants, then the pairwise
+study. ``mode = "from_cache"`` (`superb judge SPEC --from-cache`) writes the same folder from the cached answers
+alone: a partial but honest report, each judge with its coverage.
 
 A spec with a [benchmark] table builds a superlative benchmark instead (superb.judges.benchmark.build_benchmark on the
 selected queries): queries.tsv, qrels.trec, rewrites.tsv, judgments.jsonl, docnos.txt or docs.jsonl, provenance.json.
@@ -20,6 +31,7 @@ selected queries): queries.tsv, qrels.trec, rewrites.tsv, judgments.jsonl, docno
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -66,13 +78,26 @@ def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataF
     return out[["qid", "query", "docno"]].reset_index(drop=True)
 
 
-def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> dict:
-    """Run ``spec`` and write its results folder; ``llm`` overrides the spec's [llm] (tests, notebooks)."""
+MODES = ("live", "from_cache", "dry_run")
+
+
+def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None, mode: str = "live") -> dict:
+    """Run ``spec`` and write its results folder; ``llm`` overrides the spec's [llm] (tests, notebooks).
+
+    ``mode``: "live" (the spec's model; cached answers are reused), "from_cache" (no model: the cached answers alone,
+    a request the cache cannot serve is a counted "missing" pair, and the report says each judge's coverage), or
+    "dry_run" (the same cache-only client, counting the requests a live run would still send; nothing is written:
+    the returned ``usage`` holds the counts per tag)."""
     from superb.data import load_dataset
 
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}; use one of {list(MODES)}")
     t0 = time.perf_counter()
     dataset = load_dataset(spec.dataset, path="dataset")
     if spec.benchmark is not None:
+        if mode != "live":
+            raise SpecError("benchmark", "a [benchmark] spec builds a benchmark live; --dry-run and --from-cache "
+                                         "apply to judge studies")
         return run_benchmark_spec(spec, dataset, out_dir, llm=llm)
     ratings = dataset.ratings()
     if not spec.variants and not spec.pairwise and ratings is None:
@@ -82,9 +107,20 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     pool = select_pool(spec, dataset, topics)
     if pool.empty:
         raise DataError("the pool is empty: the selected queries have no pairs to judge; check [queries] and [pool]")
-    qrels = dataset.qrels()
+    if spec.scoring:
+        from superb.judges.calibrated_run import check_pool, split_pool
+
+        check_pool(split_pool(pool), ratings, dataset.name)  # before any call
+    if mode == "dry_run":
+        with tempfile.TemporaryDirectory(prefix="superb-judge-dry-run-") as scratch:
+            return _run(spec, dataset, topics, pool, Path(scratch), llm=llm, mode=mode, t0=t0)
+    return _run(spec, dataset, topics, pool, Path(out_dir), llm=llm, mode=mode, t0=t0)
+
+
+def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame, out: Path, *, llm: Any, mode: str,
+         t0: float) -> dict:
+    ratings, qrels = dataset.ratings(), dataset.qrels()
     rel = spec.rel if spec.rel is not None else dataset.rel_threshold
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if spec.variants:
         pool.to_csv(out / "pool.tsv", sep="\t", index=False)
@@ -97,13 +133,24 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
         parse_measures(list(spec.label_study.measures), rel=rel, path="label_study.measures")
         systems = study_systems(spec.label_study, dataset, topics)
     rows, variants, labelled = [], {}, {}
+    log = None
     with ExitStack() as stack:
         llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
         if llm is None and (spec.variants or spec.pairwise):
-            llm, llm_info = open_for_spec(spec.llm, stack)
-        for name, options in spec.variants:
-            judge = build_judge(options, llm=llm, dataset=dataset, path=f"judge[{name}]")
+            llm, llm_info = open_for_spec(spec.llm, stack, dry_run=mode != "live")
+            if mode == "from_cache":
+                llm_info["endpoint"] = "none: answers from the response cache alone (--from-cache)"
+        generated = [(name, build_judge(options, llm=llm, dataset=dataset, path=f"judge[{name}]"))
+                     for name, options in spec.generated]  # every judge built (and checked) before any call
+        for _, judge in generated:
             _check_scale(judge.labels, dataset.labels, spec.label_map)
+        if spec.scoring:
+            from superb.judges.calibrated_run import run_scoring
+
+            scored = run_scoring(spec, dataset, llm, pool, out, model=llm_info.get("model"))
+            labelled.update({k: v for k, v in scored.pop("labelled").items() if v})
+            variants["calibrated"] = scored
+        for (name, options), (_, judge) in zip(spec.generated, generated):
             t = time.perf_counter()
             records = labelled[name] = judge.judge(pool)
             seconds = time.perf_counter() - t
@@ -124,8 +171,14 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
             variants["pairwise_study"] = _pairwise(spec, dataset, llm, topics, out)
         if hasattr(llm, "usage"):
             llm_info["usage"] = _jsonable(llm.usage.to_dict())
+        if mode == "dry_run":
+            return {"usage": llm.usage.to_dict() if hasattr(llm, "usage") else {}, "llm": llm_info,
+                    "counts": {"queries": len(topics), "pairs": len(pool)}}
+        from superb.llm.ship import response_log
+
+        log = response_log(llm)
     if ratings is not None:
-        if spec.variants:
+        if spec.generated:
             rows += ceiling_rows(ratings, dataset.labels, rel, pool, scope="judged pairs")
         rows += ceiling_rows(ratings, dataset.labels, rel, None, scope="all rated pairs")
         _rater_heatmaps(ratings, dataset.labels, out, spec.name)
@@ -139,11 +192,20 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None) -> 
     if spec.label_study is not None:
         from superb.judges.study_run import run_label_study
 
-        variants["label_study"] = run_label_study(spec.label_study, systems, topics=topics, pool=pool,
-                                                  human=qrels, variants=labelled, rel=rel,
-                                                  label_map=spec.label_map, out=out, title=spec.name)
+        if labelled:
+            variants["label_study"] = run_label_study(spec.label_study, systems, topics=topics, pool=pool,
+                                                      human=qrels, variants=labelled, rel=rel,
+                                                      label_map=spec.label_map, out=out, title=spec.name)
+        else:
+            variants["label_study"] = {"skipped": "no judge labelled any pool pair (nothing scored yet)"}
+    shipped = None
+    if log is not None:
+        from superb.llm.ship import SHIPPED_FILE, write_shipped
+
+        shipped = write_shipped(log, out / SHIPPED_FILE)
     provenance = {"spec": _jsonable(_spec_dict(spec)), "dataset": _jsonable(dataset.provenance()), "llm": llm_info,
-                  "variants": _jsonable(variants), "counts": {"queries": len(topics), "pairs": len(pool)},
+                  "mode": mode, "variants": _jsonable(variants),
+                  "counts": {"queries": len(topics), "pairs": len(pool)}, "responses": shipped,
                   "seconds": round(time.perf_counter() - t0, 2)}
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
@@ -175,25 +237,77 @@ def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, ll
 
 
 def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out: Path) -> dict:
-    """The check-twice table on pairs of the selected queries: pairwise.md / pairwise.csv / pairwise_pairs.tsv /
-    pairwise_decisions.jsonl."""
-    from superb.judges.pairwise_study import format_table, pairwise_study, sample_pairs
+    """The pairwise study on pairs of the selected queries (of [pairwise_study] split): the generated forms' table
+    (pairwise.md / pairwise.csv / pairwise_decisions.jsonl) and, with probability = true, the precision/recall curve
+    of P(first preferred) (superb.judges.preference_study: pairwise_probability.csv, pairwise_curve.csv,
+    pairwise_pr.png); the pairs in pairwise_pairs.tsv."""
+    from superb.judges.pairwise_study import default_field_sets, format_table, pairwise_study, sample_pairs
+    from superb.judges.preference_study import (CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot,
+                                                probability_study)
 
     opts = spec.pairwise
-    pairs = sample_pairs(dataset.qrels(), topics, n_pairs=opts["n_pairs"], seed=opts["seed"],
-                         queries=topics["qid"].tolist())
-    t = time.perf_counter()
-    table, decisions = pairwise_study(dataset, llm, pairs, field_sets=opts["fields"], choices=opts["choices"])
+    grades, human = _pair_grades(opts, dataset)
+    topics = _of_split(topics, opts["split"])
+    if topics.empty:
+        raise DataError(f"pairwise_study.split = {opts['split']!r}: none of the selected queries is in that split")
+    pairs = sample_pairs(grades, topics, n_pairs=opts["n_pairs"], seed=opts["seed"], queries=topics["qid"].tolist())
     pairs.to_csv(out / "pairwise_pairs.tsv", sep="\t", index=False)
-    table.to_csv(out / "pairwise.csv", index=False)
-    decisions.to_json(out / "pairwise_decisions.jsonl", orient="records", lines=True, force_ascii=False)
-    note = (f"{len(pairs)} pairs of differently graded products ({pairs.attrs['pairs_short']} fewer than asked), "
-            f"seed {opts['seed']}, template {table.attrs['template']}. precision = agreeing decisions / decisions; "
-            "recall = decisions / pairs asked; unparseable counts answers over both orders.\n")
-    (out / "pairwise.md").write_text(f"# {spec.name}: pairwise check-twice study\n\n{note}\n" + format_table(table),
-                                     encoding="utf-8")
-    return {"pairs": len(pairs), "field_sets": table.attrs["field_sets"], "template": table.attrs["template"],
-            "seconds": round(time.perf_counter() - t, 2), "sampling": dict(pairs.attrs)}
+    field_sets = dict(opts["fields"] or default_field_sets(dataset))
+    t = time.perf_counter()
+    table = decisions = curves = None
+    info: dict[str, Any] = {"pairs": len(pairs), "field_sets": {k: list(v) for k, v in field_sets.items()},
+                            "sampling": dict(pairs.attrs), "grades": human, "split": opts["split"]}
+    if opts["choices"]:
+        table, decisions = pairwise_study(dataset, llm, pairs, field_sets=field_sets, choices=opts["choices"])
+        table.to_csv(out / "pairwise.csv", index=False)
+        decisions.to_json(out / "pairwise_decisions.jsonl", orient="records", lines=True, force_ascii=False)
+        info["template"] = table.attrs["template"]
+    forms = (["probability"] if opts["probability"] else []) + list(opts["choices"])
+    calls = sum(CALLS_PER_PAIR[f] for f in forms) * len(field_sets)
+    note = (f"{len(pairs)} pairs of products of one query whose {human} differ ({pairs.attrs['pairs_short']} fewer "
+            f"than asked), queries of the {opts['split']} selection, seed {opts['seed']}. precision = agreeing "
+            f"decisions / decisions; recall = decisions / pairs asked. Calls per pair: "
+            + ", ".join(f"{f} {CALLS_PER_PAIR[f]}" for f in forms)
+            + f" (per field set; {calls} in all per pair).\n")
+    body = ""
+    if opts["probability"]:
+        readings, curves, meta = probability_study(dataset, llm, pairs, field_sets)
+        readings.to_csv(out / "pairwise_probability.csv", index=False)
+        curves.to_csv(out / "pairwise_curve.csv", index=False)
+        pr_plot(curves, table, out / "pairwise_pr.png", f"{spec.name}: pairwise judging, {len(pairs)} pairs")
+        no_answer = int((readings[["p1", "p2"]].isna().any(axis=1)).sum())
+        body += (f"P(first preferred) from label probabilities (template {next(iter(meta.values()))['template']}), "
+                 f"both orders asked: a rule decides where its margin is above the threshold (both orders agree: "
+                 f"both lean to one side by more than it; mean: their mean does). Pairs with an order unanswered "
+                 f"(never decided): {no_answer}. Curve: pairwise_curve.csv, plot: pairwise_pr.png.\n\n"
+                 + format_tables(at_thresholds(curves), table))
+        info["probability"] = meta
+    elif table is not None:
+        body += format_table(table)
+    (out / "pairwise.md").write_text(f"# {spec.name}: pairwise judging\n\n{note}\n{body}", encoding="utf-8")
+    info["seconds"] = round(time.perf_counter() - t, 2)
+    info["calls_per_pair"] = calls
+    return info
+
+
+def _pair_grades(opts: dict, dataset: Any) -> tuple[pd.DataFrame, str]:
+    """The grades pairs are drawn from: the combined grade of the individual ratings ("final"), or the qrels."""
+    ratings = dataset.ratings()
+    grades = opts["grades"] or ("final" if ratings is not None and "final" in ratings.columns else "qrels")
+    if grades == "qrels":
+        return dataset.qrels(), "human grades (qrels)"
+    if ratings is None or "final" not in ratings.columns:
+        raise SpecError("pairwise_study.grades", f"data set {dataset.name!r} has no individual ratings with a "
+                                                 "combined grade; use grades = \"qrels\"")
+    return ratings[["qid", "docno", "final"]].rename(columns={"final": "label"}), "combined human grades"
+
+
+def _of_split(topics: pd.DataFrame, split: str) -> pd.DataFrame:
+    if split == "all":
+        return topics
+    from superb.data.splits import split_of
+
+    return topics[topics["qid"].astype(str).map(split_of) == split].reset_index(drop=True)
 
 
 def _rater_heatmaps(ratings: pd.DataFrame, labels, out: Path, name: str) -> None:
@@ -220,6 +334,7 @@ def _spec_dict(spec: JudgeSpec) -> dict:
             "pool": vars(spec.pool), "llm": spec.llm, "variants": [list(v) for v in spec.variants],
             "rel": spec.rel, "label_map": spec.label_map, "seed": spec.seed,
             "label_study": vars(spec.label_study) if spec.label_study else None,
+            "calibration": vars(spec.calibration), "pairwise": spec.pairwise,
             "benchmark": vars(spec.benchmark) if spec.benchmark else None,
             "source": str(spec.source) if spec.source else None}
 

@@ -28,11 +28,30 @@ fields = ["title"]
 name = "deliberated"
 type = "deliberated"
 
+[[judge.variants]]                 # a SCORING judge (superb.judges.scoring): a preset, or type + template + reading;
+preset = "yesno_product"           # its score becomes a label through cut points fitted on the pool's DEV-split pairs
+                                   # (superb.judges.calibrated_run); needs a data set with individual ratings
+[[judge.variants]]
+name = "ensemble"                  # the mean of earlier scoring variants' normalised scores, calibrated the same way
+type = "ensemble"
+members = ["yesno_product", "superb_product"]
+normaliser = "rank"                # rank (default) | minmax
+
+[calibration]                      # with scoring variants (defaults shown)
+weights = "linear"                 # the weighted kappa the dev cut points maximise: linear | quadratic | none
+bootstrap = 1000                   # query-bootstrap resamples of every 95% interval
+folds = 5                          # dev cross-validation folds (the dev-cv rows)
+
 [pairwise_study]                   # optional: the "check twice" table (superb.judges.pairwise_study)
 n_pairs = 200                      # differently graded pairs of the selected queries, seeded sample
 seed = 0
-choices = ["forced", "allow neither"]
+choices = ["forced", "allow neither"]   # generated forms, each asked in both orders: 2 calls per pair each
 fields = { name = ["title"], all = ["title", "class", "category", "description"] }   # default: per data set
+split = "test"                     # all (default): the selected queries | dev | test: only those of that split
+grades = "final"                   # final: the combined grade of the individual ratings | qrels (default: final
+                                   # when the data set has ratings)
+probability = true                 # also P(first preferred) from label probabilities in both orders
+                                   # (superb.judges.preference_study: precision/recall curve; 2 calls per pair)
 
 [agreement]
 rel = 2                            # threshold of the binary agreement (default: the data set's)
@@ -80,8 +99,13 @@ from superb.spec import check_keys, parse_queries, read_toml, typed
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP = {"name", "description", "output", "seed", "dataset", "queries", "pool", "llm", "judge", "agreement",
-        "pairwise_study", "label_study", "benchmark"}
+        "pairwise_study", "label_study", "benchmark", "calibration"}
 CHOICES = ("forced", "allow neither")
+SPLITS = ("all", "dev", "test")
+GRADES = ("final", "qrels")
+CALIBRATION_WEIGHTS = ("linear", "quadratic", "none")
+NORMALISERS = ("rank", "minmax")
+ENSEMBLE_KEYS = {"name", "type", "members", "normaliser"}
 LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha"}
 LABEL_STUDY_MEASURES = ("nDCG@10", "P@10")
 BENCHMARK_KEYS = {"depth", "engine", "model", "pool_query", "judge", "docs", "rel_threshold"}
@@ -109,6 +133,13 @@ class LabelStudySpec:
 
 
 @dataclass(frozen=True)
+class CalibrationSpec:
+    weights: str = "linear"
+    bootstrap: int = 1000
+    folds: int = 5
+
+
+@dataclass(frozen=True)
 class BenchmarkSpec:
     depth: int = 5
     engine: str = "pisa"
@@ -127,7 +158,7 @@ class JudgeSpec:
     pool: PoolSpec
     llm: dict[str, Any] | None
     variants: tuple[tuple[str, dict[str, Any]], ...]  # (variant name, build_judge options)
-    pairwise: dict[str, Any] | None = None  # {n_pairs, seed, choices, fields}
+    pairwise: dict[str, Any] | None = None  # {n_pairs, seed, choices, fields, split, grades, probability}
     rel: int | None = None
     label_map: dict[int, int] = field(default_factory=dict)
     description: str = ""
@@ -136,6 +167,22 @@ class JudgeSpec:
     source: Path | None = None
     label_study: LabelStudySpec | None = None
     benchmark: BenchmarkSpec | None = None
+    calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
+
+    @property
+    def scoring(self) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The scoring variants (presets, readings, ensembles): calibrated on dev pairs, reported on test pairs."""
+        return tuple(v for v in self.variants if is_scoring(v[1]))
+
+    @property
+    def generated(self) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The variants whose label is the model's answer (pointwise, deliberated, listwise, pairwise judges)."""
+        return tuple(v for v in self.variants if not is_scoring(v[1]))
+
+
+def is_scoring(options: dict[str, Any]) -> bool:
+    """A scoring judge's options: a preset, a reading, or an ensemble of scoring judges."""
+    return "preset" in options or "reading" in options or options.get("type") == "ensemble"
 
 
 def _keys(table: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
@@ -168,10 +215,14 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
     if "label_study" in raw and "judge" not in raw:
         raise SpecError("label_study", "a label study compares the human labels with judge labels: add a [judge] "
                                        "table")
+    variants = _parse_judge(raw["judge"]) if "judge" in raw else ()
+    if "calibration" in raw and not any(is_scoring(o) for _, o in variants):
+        raise SpecError("calibration", "[calibration] applies to scoring judges (a variant with a preset, a reading "
+                                       "or type = \"ensemble\"); this spec has none")
     return JudgeSpec(
         name=name, dataset=dict(raw["dataset"]), queries=parse_queries(raw.get("queries", {})),
         pool=_parse_pool(raw.get("pool", {})), llm=raw.get("llm"),
-        variants=_parse_judge(raw["judge"]) if "judge" in raw else (),
+        variants=variants, calibration=_parse_calibration(raw.get("calibration", {})),
         pairwise=_parse_pairwise(raw["pairwise_study"]) if "pairwise_study" in raw else None,
         description=raw.get("description", ""), output=raw.get("output"), seed=_int(raw, "seed", "", 0),
         source=source, label_study=_parse_label_study(raw["label_study"]) if "label_study" in raw else None,
@@ -201,6 +252,8 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
     shared = {k: v for k, v in table.items() if k != "variants"}
     variants = table.get("variants")
     if variants is None:
+        if is_scoring(shared) and shared.get("type") != "ensemble":
+            return ((str(shared.get("preset", "judge")), shared),)
         if "type" not in shared:
             raise SpecError(f"{path}.type", "required key is missing (pointwise | deliberated | listwise | pairwise)")
         return ((str(shared["type"]), shared),)
@@ -211,25 +264,66 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
         vpath = f"{path}.variants[{i}]"
         if not isinstance(v, dict):
             raise SpecError(vpath, f"expected a table, found {type(v).__name__}")
+        if v.get("type") == "ensemble":
+            out.append(_parse_ensemble(v, vpath, out, seen))
+            seen.add(out[-1][0])
+            continue
         options = {**shared, **{k: x for k, x in v.items() if k != "name"}}
-        vname = v.get("name", options.get("type"))
+        vname = v.get("name", options.get("preset", options.get("type")))
         if not isinstance(vname, str) or not _NAME_RE.match(vname):
             raise SpecError(f"{vpath}.name", f"{vname!r} must be a plain name; it names a results subfolder")
         if vname in seen:
             raise SpecError(f"{vpath}.name", f"{vname!r} is used twice; give each variant its own name")
-        if "type" not in options:
+        if "type" not in options and not is_scoring(options):
             raise SpecError(f"{vpath}.type", "required key is missing (here or in [judge])")
         seen.add(vname)
         out.append((vname, options))
     return tuple(out)
 
 
+def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str, dict[str, Any]]:
+    """An ensemble variant: the mean of earlier SCORING variants' normalised scores (superb.judges.calibration)."""
+    _keys(v, vpath, ENSEMBLE_KEYS, required={"type", "members"})
+    vname = v.get("name", "ensemble")
+    if not isinstance(vname, str) or not _NAME_RE.match(vname):
+        raise SpecError(f"{vpath}.name", f"{vname!r} must be a plain name; it names a results subfolder")
+    if vname in seen:
+        raise SpecError(f"{vpath}.name", f"{vname!r} is used twice; give each variant its own name")
+    members = v["members"]
+    scoring = [n for n, o in earlier if is_scoring(o) and o.get("type") != "ensemble"]
+    if not isinstance(members, list) or len(members) < 2 or len(set(members)) != len(members):
+        raise SpecError(f"{vpath}.members", f"expected at least two different variant names, found {members!r}")
+    unknown = [m for m in members if m not in scoring]
+    if unknown:
+        raise SpecError(f"{vpath}.members", f"{unknown} are not scoring variants listed before the ensemble; "
+                                            f"those are {scoring}")
+    normaliser = v.get("normaliser", "rank")
+    if normaliser not in NORMALISERS:
+        raise SpecError(f"{vpath}.normaliser", f"{normaliser!r} is not one of {list(NORMALISERS)}")
+    return vname, {"type": "ensemble", "members": list(members), "normaliser": normaliser}
+
+
+def _parse_calibration(table: Any) -> CalibrationSpec:
+    path = "calibration"
+    _keys(table, path, {"weights", "bootstrap", "folds"})
+    weights = table.get("weights", "linear")
+    if weights not in CALIBRATION_WEIGHTS:
+        raise SpecError(f"{path}.weights", f"{weights!r} is not one of {list(CALIBRATION_WEIGHTS)}")
+    return CalibrationSpec(weights=weights, bootstrap=_int(table, "bootstrap", path, 1000, 1),
+                           folds=_int(table, "folds", path, 5, 2))
+
+
 def _parse_pairwise(table: Any) -> dict[str, Any]:
     path = "pairwise_study"
-    _keys(table, path, {"n_pairs", "seed", "choices", "fields"})
+    _keys(table, path, {"n_pairs", "seed", "choices", "fields", "split", "grades", "probability"})
+    for key, allowed in (("split", SPLITS), ("grades", GRADES)):
+        if key in table and table[key] not in allowed:
+            raise SpecError(f"{path}.{key}", f"{table[key]!r} is not one of {list(allowed)}")
+    probability = typed(table, "probability", bool, path, default=False)
     choices = table.get("choices", list(CHOICES))
-    if not isinstance(choices, list) or not choices or any(c not in CHOICES for c in choices):
-        raise SpecError(f"{path}.choices", f"expected a non-empty subset of {list(CHOICES)}, found {choices!r}")
+    if not isinstance(choices, list) or (not choices and not probability) or any(c not in CHOICES for c in choices):
+        raise SpecError(f"{path}.choices", f"expected a non-empty subset of {list(CHOICES)} (or [] with probability "
+                                           f"= true), found {choices!r}")
     fields = table.get("fields")
     if fields is not None:
         if not isinstance(fields, dict) or not fields:
@@ -238,7 +332,8 @@ def _parse_pairwise(table: Any) -> dict[str, Any]:
             if not isinstance(v, list) or not v or not all(isinstance(f, str) for f in v):
                 raise SpecError(f"{path}.fields.{k}", f"expected a non-empty list of field names, found {v!r}")
     return {"n_pairs": _int(table, "n_pairs", path, 1000, 1), "seed": _int(table, "seed", path, 0),
-            "choices": tuple(choices), "fields": fields}
+            "choices": tuple(choices), "fields": fields, "split": table.get("split", "all"),
+            "grades": table.get("grades"), "probability": probability}
 
 
 def _parse_agreement(table: Any) -> dict[str, Any]:

@@ -1,0 +1,170 @@
+"""The scoring judges of `superb judge SPEC`: dev-calibrated labels, reported on the test-split pairs.
+
+A spec's scoring variants (a ``preset`` of superb.judges.scoring.PRESETS, or type + template + ``reading``; and
+``type = "ensemble"`` over earlier ones) each score every pool pair from label probabilities. The pool's pairs are
+split by query (superb.data.splits.split_of); the cut points that turn a score into a label 0..3 are fitted on the
+DEV pairs (maximising [calibration] weights' kappa against the combined human label) and applied unchanged to the
+TEST pairs, which are reported: superb.judges.calibrated.calibrated_agreement, with query-bootstrap intervals, against
+the combined label and each rater, beside the human ceiling on the same pairs.
+
+ORDER: the judges run one after the other in the spec's order (the priority order), each over every pool pair, the
+dev pairs' queries first (calibration needs them before the test pairs mean anything). An interrupted run loses no
+answer (the response cache keeps every completed call), and ``superb judge SPEC --from-cache`` writes the report from
+the cached answers alone.
+
+PARTIAL RUNS: a pair without a score (its answer not in the cache under --from-cache, a failed call, an unparseable
+answer) is left out and counted. A judge is reported over the pairs it scored, with its coverage per split (the
+"Coverage" section and coverage.csv), the human ceiling on exactly those pairs, and a note when its test coverage is
+below 100%; a judge with fewer than two scored dev queries cannot be calibrated and is left out with a note; an
+ensemble covers the pairs every member scored.
+
+Files (beside the spec's other outputs): agreement_calibrated.md / .csv, coverage.csv, calibration.json (per judge: the
+cut points, the dev pairs they were fitted on, template ids, the model, coverage), and per judge NAME/scores.tsv (qid,
+docno, split, score, status), NAME/labels.tsv, NAME/per_label.csv, NAME/confusion_{final,rater_*}.png.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from superb.errors import DataError, SpecError
+
+SPLIT_ORDER = {"dev": 0, "test": 1}
+
+
+def build_scorers(variants, *, llm: Any, dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(scoring judges by name, ensembles by name), all built before any call, so a bad option fails first."""
+    from superb.judges.calibration import Ensemble
+    from superb.judges.scoring import build_scoring_judge
+
+    judges, ensembles = {}, {}
+    for name, options in variants:
+        if options.get("type") == "ensemble":
+            ensembles[name] = Ensemble(options["members"], normaliser=options.get("normaliser", "rank"))
+            continue
+        judges[name] = build_scoring_judge(options, llm=llm, dataset=dataset, name=name, path=f"judge[{name}]")
+    return judges, ensembles
+
+
+def split_pool(pool: pd.DataFrame, split_of=None) -> pd.DataFrame:
+    """The pool with a ``split`` column, dev pairs first (queries in pool order within each split)."""
+    if split_of is None:
+        from superb.data.splits import split_of
+    out = pool.astype({"qid": str, "docno": str}).copy()
+    out["split"] = out["qid"].map(split_of)
+    return out.sort_values("split", key=lambda s: s.map(SPLIT_ORDER), kind="mergesort").reset_index(drop=True)
+
+
+def check_pool(pool: pd.DataFrame, ratings: pd.DataFrame | None, dataset_name: str) -> None:
+    if ratings is None:
+        raise SpecError("judge.variants", f"scoring judges are calibrated against individual human ratings, and data "
+                                          f"set {dataset_name!r} has none; use generated judges (type = "
+                                          "\"pointwise\" ...) or a data set with ratings (chorus)")
+    if not (pool["split"] == "dev").any():
+        raise SpecError("queries", "the pool holds no dev-split pair, so no cut points can be fitted; select both "
+                                   "splits ([queries] split = \"all\"): dev pairs calibrate, test pairs are reported")
+
+
+def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path, *, model: str | None) -> dict:
+    """Score the pool with every scoring variant, calibrate on dev, report on test; write the files of the module
+    docstring. Returns what provenance.json records, and the test labels as Judgment records (``labelled``)."""
+    from superb.judges.bootstrap import QueryBootstrap
+    from superb.judges.calibrated import calibrated_agreement, write_study
+    from superb.judges.calibration import KappaCutSearch
+
+    ratings = dataset.ratings()
+    pool = split_pool(pool)
+    check_pool(pool, ratings, dataset.name)
+    judges, ensembles = build_scorers(spec.scoring, llm=llm, dataset=dataset)
+    scores, info = {}, {}
+    for name, judge in judges.items():
+        t = time.perf_counter()
+        frame = judge.score(pool).merge(pool[["qid", "docno", "split"]].drop_duplicates(["qid", "docno"]),
+                                        on=["qid", "docno"], how="left")
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        frame[["qid", "docno", "split", "score", "status"]].to_csv(folder / "scores.tsv", sep="\t", index=False)
+        scores[name] = frame
+        info[name] = {"templates": judge.template_ids(), "stats": dict(judge.stats),
+                      "seconds": round(time.perf_counter() - t, 2), "ideals": getattr(judge, "ideals", None) or None}
+    keys = pool[["qid", "docno"]].drop_duplicates()
+    rated = ratings.astype({"qid": str, "docno": str}).merge(keys, on=["qid", "docno"])
+    if rated.empty:
+        raise DataError("no pool pair has individual ratings: scoring judges need [pool] source = \"ratings\"")
+    cal = spec.calibration
+    study = calibrated_agreement(scores, rated, ensembles=ensembles,
+                                 make_calibrator=partial(KappaCutSearch, weights=cal.weights),
+                                 bootstrap=QueryBootstrap(cal.bootstrap, seed=spec.seed), folds=cal.folds,
+                                 seed=spec.seed)
+    record = calibration_record(study, info, ensembles, model=model, weights=cal.weights)
+    study.notes[:0] = coverage_notes(record)
+    write_study(study, out, title=f"{spec.name}: scoring judges calibrated on dev pairs, reported on test pairs")
+    (out / "calibration.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    labelled = {name: test_judgments(frame, record.get(name, {})) for name, frame in study.labels.items()}
+    return {"judges": record, "pairs": {s: int((pool["split"] == s).sum()) for s in ("dev", "test")},
+            "labelled": labelled}
+
+
+def calibration_record(study, info: dict, ensembles: dict, *, model: str | None, weights: str) -> dict:
+    """Per judge: its fingerprint (templates, model, cut points, what they were fitted on) and its coverage."""
+    coverage = study.coverage.set_index(["judge", "split"]) if len(study.coverage) else None
+    record = {}
+    names = list(info) + list(ensembles)
+    for name in names:
+        cov = {}
+        for split in ("dev", "test"):
+            if coverage is not None and (name, split) in coverage.index:
+                row = coverage.loc[(name, split)]
+                cov[split] = {"pairs": int(row["pairs"]), "scored": int(row["scored"])}
+        calibrator = study.calibrations.get(name)
+        entry = {"model": model, "coverage": cov, "calibrated": calibrator is not None,
+                 "complete": all(c["scored"] == c["pairs"] for c in cov.values()) and len(cov) == 2}
+        if name in ensembles:
+            ens = ensembles[name]
+            entry["ensemble"] = {"members": list(ens.members), "normaliser": ens.normaliser}
+            entry["templates"] = {m: info[m]["templates"] for m in ens.members if m in info}
+        else:
+            entry["templates"] = info[name]["templates"]
+            entry["stats"] = info[name]["stats"]
+            entry["seconds"] = info[name]["seconds"]
+        if calibrator is not None:
+            entry.update({"cuts": list(calibrator.cuts), "weights": weights, "dev_n": calibrator.n_dev,
+                          "dev_kappa": calibrator.dev_kappa})
+        record[name] = entry
+    return record
+
+
+def coverage_notes(record: dict) -> list[str]:
+    """One line per judge whose report covers less than every pool pair (the partial-run rule of the docstring)."""
+    notes = []
+    for name, entry in record.items():
+        cov = entry["coverage"]
+        test, dev = cov.get("test", {"pairs": 0, "scored": 0}), cov.get("dev", {"pairs": 0, "scored": 0})
+        if not entry["calibrated"]:
+            notes.append(f"{name}: LEFT OUT: {dev['scored']} of {dev['pairs']} dev pairs scored, too few to fit cut "
+                         "points")
+            continue
+        if test["pairs"] and test["scored"] < test["pairs"]:
+            share = 100.0 * test["scored"] / test["pairs"]
+            notes.append(f"{name}: PARTIAL: {test['scored']:,} of {test['pairs']:,} test pairs scored ({share:.1f}%); "
+                         "its test rows describe those pairs only (the human ceiling beside them is on the same "
+                         "pairs)")
+        if dev["scored"] < dev["pairs"]:
+            notes.append(f"{name}: cut points fitted on {dev['scored']:,} of {dev['pairs']:,} dev pairs")
+    return notes
+
+
+def test_judgments(frame: pd.DataFrame, entry: dict) -> list:
+    """The calibrated TEST labels of one judge as Judgment records (for the spec's [label_study])."""
+    from superb.judges.records import OK, Judgment
+
+    template = ";".join(f"{k}={v}" for k, v in sorted((entry.get("templates") or {}).items()))
+    test = frame[frame["split"] == "test"]
+    return [Judgment(str(r.qid), str(r.docno), int(r.label), None, "", template, OK, score=float(r.score))
+            for r in test.itertuples(index=False)]
