@@ -47,8 +47,9 @@ class Evaluation:
     info: dict  # footnote: test, correction, alpha, n_resamples, rel, views, n_queries
 
 
-def evaluate(result: ExperimentResult) -> Evaluation:
-    """Per-query values of every system under every view, and the significance table (pt.Experiment underneath)."""
+def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
+    """Per-query values of every system under every view, and the significance table (pt.Experiment underneath).
+    ``extra_views``: superb.eval.evaluate.View objects beyond the spec's, e.g. "filled" (superb.judges.fill)."""
     from superb.eval.evaluate import View, families, make_views, per_query, significance
     from superb.eval.measures import judged_measure, parse_measures
     from superb.eval.stats import PairedTest
@@ -57,14 +58,14 @@ def evaluate(result: ExperimentResult) -> Evaluation:
     rel = ev.rel if ev.rel is not None else int(result.dataset_provenance.get("rel_threshold", 1))
     measures = parse_measures(list(ev.measures), rel=rel, path="evaluation.measures")
     runs = {name: pr.run for name, pr in result.pipelines.items()}
-    views = make_views(ev.views, result.qrels)
+    views = make_views(ev.views, result.qrels) + list(extra_views)
     perquery = pd.concat([per_query(runs, result.topics, v, measures) for v in views], ignore_index=True)
     judged = per_query(runs, result.topics, View("full", result.qrels), [judged_measure()])
     test = PairedTest(ev.test, n_resamples=ev.n_resamples, seed=result.spec.seed)
     table = significance(runs, result.topics, views, measures, families(result.spec.baselines, result.spec.comparisons),
                          test=test, correction=ev.correction, alpha=ev.alpha, perquery=perquery)
     info = {"test": ev.test, "correction": ev.correction, "alpha": ev.alpha, "n_resamples": ev.n_resamples,
-            "rel": rel, "views": list(ev.views), "n_queries": int(table["n_queries"].max())}
+            "rel": rel, "views": [v.name for v in views], "n_queries": int(table["n_queries"].max())}
     return Evaluation(pd.concat([perquery, judged], ignore_index=True), table, measures, info)
 
 
@@ -118,24 +119,12 @@ def _cost(price: dict[str, float] | None, prompt_tokens: int, completion_tokens:
 
 
 def write_results(result: ExperimentResult, out_dir: Path) -> Path:
-    from superb.eval.report import format_markdown, write_csv
-
     out_dir = Path(out_dir)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     ev = evaluate(result)
-    usage = usage_frame(result).set_index("system")
-    judged = ev.perquery[ev.perquery["measure"].str.startswith("Judged")].groupby("system")["value"].mean()
-    extra = usage[["requests", "cache_hits", "failures", "repaired", "fallbacks"]].join(judged.rename("judged@10"))
-    extra.insert(1, "prompt_tok/q", usage["prompt_tokens_per_query"].round(0))
-    if _price(result) is not None:
-        extra["cost $"] = usage["est_cost_uncached_usd"]
-    order = list(result.pipelines)
-    (out_dir / "table.md").write_text(
-        f"# {result.spec.name}\n\n{result.spec.description}\n\n"
-        + format_markdown(ev.table, [repr(m) for m in ev.measures], order, ev.info, extra=extra), encoding="utf-8")
-    write_csv(ev.table, out_dir / "table.csv")
-    ev.perquery.to_csv(out_dir / "perquery.csv", index=False)
-    usage.reset_index().to_csv(out_dir / "usage.csv", index=False)
+    usage = usage_frame(result)
+    write_table(result, ev, usage, out_dir)
+    usage.to_csv(out_dir / "usage.csv", index=False)
 
     systems = {}
     for name, pr in result.pipelines.items():
@@ -145,9 +134,30 @@ def write_results(result: ExperimentResult, out_dir: Path) -> Path:
     result.qrels[["qid", "docno", "label"]].assign(it=0)[["qid", "it", "docno", "label"]].to_csv(
         out_dir / "qrels.trec", sep=" ", header=False, index=False)
     result.topics[["qid", "query"]].to_csv(out_dir / "topics.tsv", sep="\t", header=False, index=False)
-    _plots(result, ev, usage.reset_index(), out_dir)
+    _plots(result, ev, usage, out_dir)
     folder_complete(result, out_dir, systems)
     return out_dir
+
+
+def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
+    """table.md (with, when there are several views, whether a conclusion changes between them), table.csv and
+    perquery.csv of an evaluation; ``usage``: usage_frame's columns (or a folder's usage.csv)."""
+    from superb.eval.report import format_markdown, views_sentence, write_csv
+
+    usage = usage.set_index("system")
+    judged = ev.perquery[ev.perquery["measure"].str.startswith("Judged")].groupby("system")["value"].mean()
+    extra = usage[["requests", "cache_hits", "failures", "repaired", "fallbacks"]].join(judged.rename("judged@10"))
+    extra.insert(1, "prompt_tok/q", usage["prompt_tokens_per_query"].round(0))
+    if _price(result) is not None:
+        extra["cost $"] = usage["est_cost_uncached_usd"]
+    order = list(result.pipelines)
+    sentence = views_sentence(ev.table)
+    (out_dir / "table.md").write_text(
+        f"# {result.spec.name}\n\n{result.spec.description}\n\n"
+        + format_markdown(ev.table, [repr(m) for m in ev.measures], order, ev.info, extra=extra)
+        + (f"\n## Views\n\n{sentence}" if sentence else ""), encoding="utf-8")
+    write_csv(ev.table, out_dir / "table.csv")
+    ev.perquery.to_csv(out_dir / "perquery.csv", index=False)
 
 
 def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, str]) -> None:

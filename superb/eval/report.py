@@ -21,7 +21,9 @@ _TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test (que
 _CORRECTION_NAMES = {"holm": "Holm-Bonferroni correction", "bonferroni": "Bonferroni correction",
                      "none": "no correction for multiple comparisons"}
 _VIEW_NOTES = {"full": "full: unjudged documents count as non-relevant",
-               "condensed": "condensed: unjudged documents removed from each run before scoring (condensed lists)"}
+               "condensed": "condensed: unjudged documents removed from each run before scoring (condensed lists)",
+               "filled": "filled: human labels where they exist, an LLM judge's labels (llm_qrels.trec, its "
+                         "fingerprint in llm_qrels.json) for unjudged products in each system's top ranks"}
 
 
 def _name(measure) -> str:
@@ -283,3 +285,43 @@ def format_side_by_side(frame: pd.DataFrame, names: Sequence[str] = ("a", "b")) 
     header = ["System", *[h for _, _, h in columns]]
     return _markdown(header, rows, [":---"] + ["---:"] * len(columns)) + f"\n\n{names[0]} \u2192 {names[1]} " \
         f"(difference {names[1]} - {names[0]})\n"
+
+
+def verdict_changes(table: pd.DataFrame) -> pd.DataFrame:
+    """Per tested (family, system, measure): its verdict under each view (columns named by view) and ``changed``:
+    the CONCLUSION differs between views (significantly better / worse / no significant difference, "n.s." and
+    "untested" being the same conclusion)."""
+    tested = table[table["family"].fillna("") != ""]
+    if tested.empty:
+        return pd.DataFrame(columns=["family", "system", "measure", "changed"])
+    wide = tested.pivot_table(index=["family", "system", "measure"], columns="view", values="verdict",
+                              aggfunc="first", sort=False)
+    views = list(pd.unique(tested["view"]))
+    wide = wide[views].reset_index()
+    conclusions = wide[views].apply(lambda col: col.map(lambda v: v if v in ("better", "worse") else "no difference"))
+    wide["changed"] = conclusions.nunique(axis=1) > 1
+    return wide
+
+
+def views_sentence(table: pd.DataFrame) -> str:
+    """Whether a conclusion (a significance verdict) changes between the table's views, as markdown: one sentence,
+    then each changed verdict. Empty when the table has one view."""
+    views = list(pd.unique(table["view"]))
+    if len(views) < 2:
+        return ""
+    changes = verdict_changes(table)
+    tested = len(changes)
+    names = ", ".join(views[:-1]) + f" and {views[-1]}"
+    changed = changes[changes["changed"]]
+    if tested == 0:
+        return f"No system is tested against another, so no verdict can change between the views {names}.\n"
+    if changed.empty:
+        return (f"No conclusion changes between the views {names}: each of the {tested} tested comparisons "
+                "(system against its baseline or head to head, per measure) has the same verdict under every view.\n")
+    lines = [f"{len(changed)} of the {tested} tested comparisons change their conclusion between the views {names}:"]
+    for r in changed.itertuples(index=False):
+        against = str(r.family).split(":", 1)[-1]
+        verdicts = ", ".join(f"{getattr(r, v) if isinstance(getattr(r, v), str) and getattr(r, v) else '-'} ({v})"
+                             for v in views)
+        lines.append(f"- {r.system} vs {against}, {r.measure}: {verdicts}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,276 @@
+"""Filling the unjudged: `superb judge --fill results/NAME` labels the products in the top ranks of every system of
+a `superb run` results folder with a CALIBRATED LLM judge, and adds the view "filled" to the folder's table.
+
+What it reads: the folder alone for the systems (runs/*.run, systems.json, topics.tsv, qrels.trec, usage.csv, the
+spec in provenance.json): no system is run again, so the systems make zero calls. The judge uses the folder's
+[llm] (the same model, so a request a reranker already asked, e.g. pointwise_yesno_product on BM25's top 20, is a
+cache hit) and the folder's data set.
+
+The judge (``--judge``, default yesno_product): a scoring preset (superb.judges.scoring.PRESETS) or an ensemble
+"a+b" of presets (mean of rank-normalised scores). Its cut points are fitted on the data set's DEV-split rated pairs
+(KappaCutSearch, linear-weighted kappa against the combined human label; the same fit as `superb judge`'s calibrated
+study, so with the same cache the same cut points), then applied to the target pairs.
+
+Targets: every (query, product) in the top ``depth`` (default 10) of any system. ``scope = "all"`` (default) labels
+all of them, judged or not, so the LLM labels also form a complete LLM-only qrels set over those ranks (the label
+study: superb.judges.fill_study); ``"unjudged"`` labels only products without a human label.
+
+Views: "filled" = the human qrels, plus the LLM label of every target pair WITHOUT a human label (human labels always
+win). A target pair the judge could not score (failed call; missing under --from-cache) gets no LLM label: it stays
+unjudged (non-relevant in the full and filled views), and is counted. Measures deeper than ``depth`` (P@20) see
+unjudged products below ``depth`` as non-relevant in the filled view too.
+
+Written into the folder (each file replaced whole):
+  llm_qrels.trec          the LLM labels of the scored targets (TREC qrels: qid 0 docno label), apart from qrels.trec
+  llm_qrels.json          the judge's fingerprint: judge, template ids, model, cut points, weights, the dev pairs they
+                          were fitted on and their kappa, depth, scope, and the counts (targets, judged, scored, status)
+  llm_labels.tsv          qid, docno, judged, human, score, label, status of every target pair
+  table.md / table.csv / perquery.csv   re-evaluated with the spec's views plus "filled"; table.md says whether a
+                          conclusion changes between the views (superb.eval.report.views_sentence)
+  views.md                that sentence and every changed verdict; README.md gets it between
+                          <!-- views: superb judge --fill --> and <!-- end views --> (the section is replaced)
+  label_study.md / .csv / label_study_verdicts.csv   Kendall's tau (query-bootstrap intervals) and flipped verdicts
+                          under human vs LLM-only and human vs filled labels (superb.judges.fill_study)
+  responses.jsonl.gz      the folder's shipped responses plus the judge's (merged by key), so the folder re-derives
+                          with zero calls after `superb responses replay`
+  provenance.json         gains "fill" (fingerprint, LLM usage, mode, seconds); "responses" and "files" updated
+A later `superb run` of the spec rewrites the folder without these; run the fill again (its answers are cached).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from superb.errors import DataError, SpecError
+
+SCOPES = ("all", "unjudged")
+LLM_QRELS, FINGERPRINT, LABELS_FILE, VIEWS_FILE = "llm_qrels.trec", "llm_qrels.json", "llm_labels.tsv", "views.md"
+README_BEGIN, README_END = "<!-- views: superb judge --fill -->", "<!-- end views -->"
+
+
+@dataclass(frozen=True)
+class FillOptions:
+    judge: str = "yesno_product"  # a preset, or presets joined by "+" (an ensemble)
+    depth: int = 10
+    scope: str = "all"
+    weights: str = "linear"
+    bootstrap: int = 1000
+
+    def members(self) -> list[str]:
+        from superb.judges.scoring import PRESETS
+
+        names = [m.strip() for m in self.judge.split("+") if m.strip()]
+        unknown = [m for m in names if m not in PRESETS]
+        if not names or unknown or len(set(names)) != len(names):
+            raise SpecError("--judge", f"{self.judge!r}: give a preset of {sorted(PRESETS)} or several joined by "
+                                       "'+' (an ensemble), e.g. yesno_product+superb_product")
+        if self.depth < 1:
+            raise SpecError("--depth", f"expected a rank >= 1, found {self.depth}")
+        if self.scope not in SCOPES:
+            raise SpecError("--scope", f"{self.scope!r} is not one of {list(SCOPES)}")
+        return names
+
+
+@dataclass
+class Folder:
+    """A `superb run` results folder, read back: its spec, runs, topics, human qrels, usage and provenance."""
+
+    path: Path
+    provenance: dict[str, Any]
+    spec: Any
+    runs: dict[str, pd.DataFrame]
+    topics: pd.DataFrame
+    qrels: pd.DataFrame
+    usage: pd.DataFrame
+
+    def result(self):
+        """An ExperimentResult holding what evaluation needs (superb.results.evaluate / write_table)."""
+        from superb.experiment import ExperimentResult, PipelineResult
+
+        return ExperimentResult(spec=self.spec, topics=self.topics, qrels=self.qrels,
+                                pipelines={n: PipelineResult(n, r, 0.0) for n, r in self.runs.items()},
+                                dataset_provenance=self.provenance.get("dataset") or {},
+                                llm_info=self.provenance.get("llm"), timings={})
+
+
+def read_folder(path: str | Path) -> Folder:
+    """The folder's files; a missing file or a shard folder is a DataError naming it."""
+    from superb.results import read_run
+    from superb.spec import parse_spec
+
+    path = Path(path)
+
+    def need(name: str) -> Path:
+        f = path / name
+        if not f.is_file():
+            raise DataError(f"{f} does not exist: --fill takes a folder written by `superb run` (or `superb merge`)")
+        return f
+
+    provenance = json.loads(need("provenance.json").read_text(encoding="utf-8"))
+    if "shard" in (provenance.get("sharding") or {}):
+        raise DataError(f"{path} is one shard of a run: merge the shards first (`superb merge`), then fill the merge")
+    spec_file = provenance.get("spec_file")
+    spec = parse_spec(provenance["spec"], source=Path(spec_file) if spec_file else None)
+    systems = json.loads(need("systems.json").read_text(encoding="utf-8"))
+    runs = {name: read_run(need(rel)) for name, rel in systems.items()}
+    topics = pd.read_csv(need("topics.tsv"), sep="\t", header=None, names=["qid", "query"], dtype=str,
+                         keep_default_na=False)
+    qrels = pd.read_csv(need("qrels.trec"), sep=" ", header=None, names=["qid", "it", "docno", "label"],
+                        dtype={"qid": str, "it": str, "docno": str, "label": int}, keep_default_na=False)
+    usage = pd.read_csv(need("usage.csv"))
+    return Folder(path, provenance, spec, runs, topics, qrels[["qid", "docno", "label"]], usage)
+
+
+def top_pairs(runs: dict[str, pd.DataFrame], depth: int) -> pd.DataFrame:
+    """qid, docno, systems (how many systems rank it in their top ``depth``), best_rank: the union of every run's
+    top ``depth`` (rank order by superb.pipelines.ties, as evaluation reads the runs)."""
+    from superb.pipelines.ties import strictly_decreasing
+
+    parts = []
+    for name, run in runs.items():
+        ordered = strictly_decreasing(run[[c for c in ("qid", "docno", "score", "rank") if c in run.columns]]
+                                      .astype({"qid": str, "docno": str}))
+        ordered = ordered.sort_values(["qid", "score"], ascending=[True, False], kind="mergesort")
+        ordered["r"] = ordered.groupby("qid").cumcount() + 1
+        parts.append(ordered.loc[ordered["r"] <= depth, ["qid", "docno", "r"]].assign(system=name))
+    every = pd.concat(parts, ignore_index=True)
+    out = every.groupby(["qid", "docno"], sort=True).agg(systems=("system", "nunique"), best_rank=("r", "min"))
+    return out.reset_index()
+
+
+class FittedJudge:
+    """A scoring judge, or the mean of several (superb.judges.calibration.Ensemble), with cut points fitted on dev
+    rated pairs. ``score(pool)`` -> qid, docno, score, status; ``fit(dev_pool, ratings)``; ``label(scores)``."""
+
+    def __init__(self, members: list[str], *, llm: Any, dataset: Any, weights: str = "linear"):
+        from superb.judges.calibration import Ensemble, KappaCutSearch
+        from superb.judges.scoring import build_scoring_judge
+
+        self.names = members
+        self.scorers = {m: build_scoring_judge(m, llm=llm, dataset=dataset, name=m, path=f"--judge {m}")
+                        for m in members}
+        self.ensemble = Ensemble(members) if len(members) > 1 else None
+        self.calibration = KappaCutSearch(weights=weights)
+        self.dev_queries = 0
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.names)
+
+    def score(self, pool: pd.DataFrame) -> pd.DataFrame:
+        """One score per distinct pair: the member's, or the ensemble's where every member scored it (status
+        "ok"; else the first failing member's status). Needs fitted normalisers for an ensemble (call fit first)."""
+        frames = {m: j.score(pool).set_index(["qid", "docno"]) for m, j in self.scorers.items()}
+        first = frames[self.names[0]]
+        if self.ensemble is None:
+            return first.reset_index()
+        wide = pd.DataFrame({m: f["score"] for m, f in frames.items()}).reindex(first.index)
+        status = pd.Series("ok", index=first.index)
+        for m in reversed(self.names):
+            status = status.where(frames[m]["status"].reindex(first.index).isin(("ok", "parsed")),
+                                  frames[m]["status"].reindex(first.index))
+        out = wide.assign(score=np.nan, status=status)  # the ensemble score comes from fitted normalisers
+        return out[["score", "status", *self.names]].reset_index()
+
+    def fit(self, dev: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+        """Score the dev pairs and fit (normalisers, then cut points on the combined label); returns their scores."""
+        scores = self.score(dev)
+        if self.ensemble is not None:
+            ok = scores[self.names].notna().all(axis=1)
+            if ok.sum() == 0:
+                raise DataError(f"{self.name}: no dev pair scored by every member: nothing to calibrate on")
+            self.ensemble.fit(scores.loc[ok, self.names])
+            scores.loc[ok, "score"] = self.ensemble.apply(scores.loc[ok, self.names])
+        merged = scores.dropna(subset=["score"]).merge(ratings[["qid", "docno", "final"]].astype(
+            {"qid": str, "docno": str}), on=["qid", "docno"])
+        self.dev_queries = merged["qid"].nunique()
+        if self.dev_queries < 2:
+            raise DataError(f"{self.name}: {len(merged)} dev pairs scored (from {self.dev_queries} queries): too few "
+                            "to fit cut points. Run without --from-cache (the dev pairs' answers are not cached yet)")
+        self.calibration.fit(merged["score"], merged["final"])
+        return scores
+
+    def label(self, pool: pd.DataFrame) -> pd.DataFrame:
+        scores = self.score(pool)
+        if self.ensemble is not None:
+            ok = scores[self.names].notna().all(axis=1)
+            if ok.any():
+                scores.loc[ok, "score"] = self.ensemble.apply(scores.loc[ok, self.names])
+        scores["label"] = pd.array([pd.NA] * len(scores), dtype="Int64")
+        has = scores["score"].notna()
+        if has.any():
+            scores.loc[has, "label"] = self.calibration.apply(scores.loc[has, "score"]).astype(int)
+        return scores[["qid", "docno", "score", "status", "label"]]
+
+    def fingerprint(self, model: str | None) -> dict[str, Any]:
+        c = self.calibration
+        return {"judge": self.name, "members": self.names, "model": model,
+                "templates": {m: j.template_ids() for m, j in self.scorers.items()},
+                "normaliser": "rank" if self.ensemble is not None else None,
+                "cuts": list(c.cuts), "weights": c.weights, "dev_pairs": c.n_dev, "dev_queries": self.dev_queries,
+                "dev_kappa": c.dev_kappa, "stats": {m: dict(j.stats) for m, j in self.scorers.items()}}
+
+
+def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str = "live", llm: Any = None) -> dict:
+    """Label the folder's targets and write the files of the module docstring (mode "live" or "from_cache"), or
+    only count the calls a live fill would make (mode "dry_run": returns ``usage``; nothing is written)."""
+    from superb.data import load_dataset
+    from superb.judges.from_cache import rated_pool
+    from superb.llm.connect import open_for_spec
+
+    t0 = time.perf_counter()
+    members = options.members()
+    f = read_folder(folder)
+    dataset = load_dataset(f.spec.dataset, path="dataset")
+    ratings = dataset.ratings()
+    if ratings is None:
+        raise DataError(f"data set {dataset.name!r} has no individual ratings: the judge's cut points are fitted on "
+                        "dev-split rated pairs")
+    targets = top_pairs(f.runs, options.depth).merge(f.topics, on="qid", how="left")
+    human = f.qrels.rename(columns={"label": "human"})
+    targets = targets.merge(human, on=["qid", "docno"], how="left")
+    targets["judged"] = targets["human"].notna()
+    asked = targets if options.scope == "all" else targets[~targets["judged"]]
+    dev = rated_pool(dataset, ["dev"])
+    with ExitStack() as stack:
+        info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
+        if llm is None:
+            llm, info = open_for_spec(f.spec.llm, stack, dry_run=mode != "live")
+        judge = FittedJudge(members, llm=llm, dataset=dataset, weights=options.weights)
+        if mode == "dry_run":
+            for scorer in judge.scorers.values():
+                scorer.score(pd.concat([dev, asked[["qid", "query", "docno"]]], ignore_index=True))
+            return {"usage": llm.usage.to_dict(), "targets": len(asked), "dev_pairs": len(dev)}
+        judge.fit(dev, ratings)
+        labels = judge.label(asked[["qid", "query", "docno"]])
+        usage = llm.usage.to_dict() if hasattr(llm, "usage") else {}
+        from superb.llm.ship import response_log
+
+        log = response_log(llm)
+    targets = targets.merge(labels, on=["qid", "docno"], how="left")
+    if options.scope == "unjudged":
+        targets["status"] = targets["status"].fillna("not asked (judged)")
+    fingerprint = judge.fingerprint(info.get("model"))
+    fingerprint.update({"depth": options.depth, "scope": options.scope, "counts": _counts(targets)})
+    from superb.judges.fill_study import write_fill
+
+    return write_fill(f, targets, fingerprint, {"mode": mode, "llm": info, "usage": usage,
+                                                "seconds": round(time.perf_counter() - t0, 2)},
+                      log=log, options=options)
+
+
+def _counts(targets: pd.DataFrame) -> dict[str, Any]:
+    scored = targets["label"].notna()
+    return {"targets": len(targets), "judged": int(targets["judged"].sum()),
+            "unjudged": int((~targets["judged"]).sum()), "labelled": int(scored.sum()),
+            "unjudged_labelled": int((scored & ~targets["judged"]).sum()),
+            "status": {str(k): int(v) for k, v in targets["status"].value_counts().items()},
+            "labels": {str(int(k)): int(v) for k, v in targets.loc[scored, "label"].value_counts().sort_index().items()}}

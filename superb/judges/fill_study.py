@@ -1,0 +1,192 @@
+"""What `superb judge --fill results/NAME` writes into the folder (superb.judges.fill labels the targets): the LLM
+qrels apart from the human ones, the table with the view "filled", the sentence on changed conclusions, the label
+study, the merged shipped responses and the provenance record.
+
+THE LABEL STUDY (label_study.md / .csv / label_study_verdicts.csv): the folder's systems over all its queries,
+evaluated under the human qrels (full view: unjudged = non-relevant) and under
+
+- "llm": the LLM labels alone (scope "all": every product in any system's top ``depth`` is labelled), and
+- "filled": human labels where they exist, LLM labels elsewhere;
+
+per measure of the spec whose cut-off is at most ``depth`` (deeper ones would count unlabelled ranks): Kendall's
+tau-b between the system orderings (by mean) with a 95% interval from resampling queries
+(superb.judges.bootstrap.tau_intervals), and every tested verdict (system against its baseline, the spec's test and
+correction) under both label sets, a FLIP being a changed conclusion (better / worse / no significant difference).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from superb.judges.fill import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE, Folder,
+                                FillOptions)
+
+
+def filled_qrels(human: pd.DataFrame, llm: pd.DataFrame) -> pd.DataFrame:
+    """Human labels where they exist, LLM labels for the other pairs (qid, docno, label)."""
+    keys = human[["qid", "docno"]].astype(str)
+    extra = llm.astype({"qid": str, "docno": str}).merge(keys, on=["qid", "docno"], how="left", indicator=True)
+    extra = extra[extra["_merge"] == "left_only"][["qid", "docno", "label"]]
+    return pd.concat([human[["qid", "docno", "label"]].astype({"qid": str, "docno": str}), extra],
+                     ignore_index=True)
+
+
+def study_measures(measures, depth: int) -> list:
+    """The spec's measures whose cut-off is at most ``depth`` (a measure without a cut-off is left out)."""
+    return [m for m in measures if (m.params.get("cutoff") or depth + 1) <= depth]
+
+
+def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame], depth: int, bootstrap: int,
+                     seed: int) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(tau rows, every verdict row, markdown sections) of human vs each view in ``views`` (name -> qrels)."""
+    from superb.judges.bootstrap import QueryBootstrap
+    from superb.judges.study import label_study
+    from superb.judges.study_run import _all_verdicts
+
+    measures = study_measures(ev_measures, depth)
+    if not measures:
+        return pd.DataFrame(), pd.DataFrame(), [f"No measure of the spec has a cut-off <= {depth}: no label study."]
+    ev = folder.spec.evaluation
+    queries = sorted(set(folder.topics["qid"]) & set(folder.qrels["qid"].astype(str)))
+    taus, verdicts, sections = [], [], []
+    for name, qrels in views.items():
+        study = label_study(folder.runs, folder.qrels, qrels, measures, folder.spec.baselines,
+                            names=("human", "judge"), queries=queries, test=ev.test, correction=ev.correction,
+                            alpha=ev.alpha, seed=folder.spec.seed, bootstrap=QueryBootstrap(bootstrap, seed=seed))
+        every = _all_verdicts(study)
+        taus.append(study.tau.assign(labels=name, n_queries=len(queries)))
+        verdicts.append(every.assign(labels=name))
+        flips = every[every["flipped"]]
+        lines = [f"## human vs {name}", "", "| measure | Kendall's tau [95% CI] | discordant pairs | order (human) | "
+                 f"order ({name}) |", "|---|---:|---:|---|---|"]
+        for r in study.tau.itertuples(index=False):
+            tau = "n/a (ties)" if pd.isna(r.tau) else f"{r.tau:.3f} [{r.tau_low:.2f}, {r.tau_high:.2f}]"
+            lines.append(f"| {r.measure} | {tau} | {r.discordant_pairs} | {r.order_human} | {r.order_judge} |")
+        lines += ["", f"Verdicts against the baseline: {len(every)} tested, {len(flips)} flipped."]
+        lines += [f"- {r.system} vs {r.baseline}, {r.measure}: {r.verdict_human} (human) -> {r.verdict_judge} "
+                  f"({name})" for r in flips.itertuples(index=False)]
+        sections.append("\n".join(lines) + "\n")
+    return pd.concat(taus, ignore_index=True), pd.concat(verdicts, ignore_index=True), sections
+
+
+def write_fill(folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: dict, *, log: Any,
+               options: FillOptions) -> dict:
+    from superb.eval.evaluate import View
+    from superb.eval.report import verdict_changes, views_sentence
+    from superb.results import evaluate, write_table
+
+    out = folder.path
+    scored = targets[targets["label"].notna()].astype({"label": int})
+    llm = scored[["qid", "docno", "label"]].reset_index(drop=True)
+    order = {q: i for i, q in enumerate(folder.topics["qid"])}
+    llm = llm.sort_values(["qid", "docno"], key=lambda c: c.map(order) if c.name == "qid" else c, kind="mergesort")
+    unjudged = llm.merge(targets.loc[~targets["judged"], ["qid", "docno"]], on=["qid", "docno"])
+    filled = filled_qrels(folder.qrels, unjudged)
+    _write_text(out / LLM_QRELS, "".join(f"{r.qid} 0 {r.docno} {r.label}\n" for r in llm.itertuples(index=False)))
+    columns = ["qid", "docno", "judged", "human", "systems", "best_rank", "score", "status", "label"]
+    targets = targets.astype({"human": "Int64", "label": "Int64"})
+    targets.sort_values(["qid", "best_rank", "docno"], key=lambda c: c.map(order) if c.name == "qid" else c,
+                        kind="mergesort")[columns].to_csv(out / LABELS_FILE, sep="\t", index=False)
+    _write_text(out / FINGERPRINT, json.dumps(fingerprint, indent=2, ensure_ascii=False, default=str) + "\n")
+
+    result = folder.result()
+    ev = evaluate(result, extra_views=(View("filled", filled, False),))
+    write_table(result, ev, folder.usage, out)
+    sentence = views_sentence(ev.table)
+    changes = verdict_changes(ev.table)
+    depth_note = (f"The LLM labels ({fingerprint['judge']}, cut points {_cuts(fingerprint['cuts'])} fitted on "
+                  f"{fingerprint['dev_pairs']} dev pairs) fill {fingerprint['counts']['unjudged_labelled']} of the "
+                  f"{fingerprint['counts']['unjudged']} unjudged products in the systems' top {options.depth}.")
+    views_md = f"# {folder.spec.name}: do the conclusions change between the views?\n\n{depth_note}\n\n{sentence}"
+    _write_text(out / VIEWS_FILE, views_md)
+    _readme_section(out / "README.md", folder.spec.name, f"{depth_note} {sentence}")
+
+    llm_views = {"filled": filled}
+    if options.scope == "all":
+        llm_views = {"llm": llm, "filled": filled}
+    taus, verdicts, sections = label_study_rows(folder, ev.measures, llm_views, options.depth, options.bootstrap,
+                                                folder.spec.seed)
+    intro = (f"# {folder.spec.name}: system orderings under human and LLM labels\n\n{len(folder.runs)} systems, "
+             f"{taus['n_queries'].iloc[0] if len(taus) else 0} queries; LLM labels of {fingerprint['judge']} on every "
+             f"product in a system's top {options.depth} ({'all of them: the llm rows' if options.scope == 'all' else 'the unjudged ones only'}). "
+             f"Measures with a cut-off <= {options.depth}; 95% intervals resample queries "
+             f"({options.bootstrap} resamples). A flip is a changed conclusion (better / worse / no significant "
+             "difference).\n\n")
+    _write_text(out / "label_study.md", intro + "\n".join(sections))
+    taus.to_csv(out / "label_study.csv", index=False)
+    verdicts.to_csv(out / "label_study_verdicts.csv", index=False)
+
+    shipped = _merge_responses(out, log, (folder.provenance.get("responses") or {}).get("run")
+                               or folder.provenance.get("responses"))
+    provenance = dict(folder.provenance)
+    provenance["fill"] = {**run, "fingerprint": fingerprint,
+                          "views_changed": int(changes["changed"].sum()) if len(changes) else 0,
+                          "label_study": taus.to_dict("records")}
+    if shipped is not None:
+        provenance["responses"] = shipped
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    provenance["files"] = sorted({*files, "provenance.json"})
+    _write_text(out / "provenance.json", json.dumps(provenance, indent=2, default=str))
+    return {"folder": str(out), "fingerprint": fingerprint, "table": ev.table, "sentence": sentence,
+            "label_study": taus, "verdicts": verdicts, "filled": filled, "llm": llm}
+
+
+def _cuts(cuts) -> str:
+    return "(" + ", ".join(f"{c:.3g}" for c in cuts) + ")"
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole (a temporary file renamed over it)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _readme_section(path: Path, name: str, text: str) -> None:
+    """Replace (or append) the marked views section of the folder's README.md (created when absent)."""
+    block = f"{README_BEGIN}\n{text.strip()}\n{README_END}\n"
+    old = path.read_text(encoding="utf-8") if path.is_file() else f"# {name}\n\n"
+    if README_BEGIN in old and README_END in old:
+        head, rest = old.split(README_BEGIN, 1)
+        tail = rest.split(README_END, 1)[1].lstrip("\n")
+        new = head + block + tail
+    else:
+        new = old.rstrip("\n") + "\n\n## Views\n\n" + block
+    _write_text(path, new)
+
+
+def _merge_responses(out: Path, log: Any, run_summary: dict | None) -> dict | None:
+    """The folder's responses.jsonl.gz plus the judge's rows (one per key; a key in both keeps the folder's row,
+    counted as a conflict if the answers differ), sorted by key; None when the judge used no cache."""
+    from superb.llm.cache import ResponseCache
+    from superb.llm.ship import SHIPPED_FILE, _sha256, row_line, write_lines
+
+    if log is None:
+        return None
+    path = out / SHIPPED_FILE
+    rows: dict[str, str] = {}
+    if path.is_file():
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    rows[json.loads(line)["key"]] = line.rstrip("\n")
+    before = len(rows)
+    added = conflicts = found = 0
+    with ResponseCache(log.cache_path, "read-only") as cache:
+        for row in cache.rows(log.keys):
+            found += 1
+            line = row_line(row.to_dict())
+            if row.key in rows:
+                conflicts += rows[row.key] != line
+                continue
+            rows[row.key] = line
+            added += 1
+    written = write_lines(path, (rows[k] for k in sorted(rows)))
+    return {"file": path.name, "rows": written, "run_rows": before, "fill_keys": len(log.keys), "fill_rows_added": added,
+            "fill_conflicts": conflicts, "missing_from_cache": len(log.keys) - found, "sha256": _sha256(path),
+            "run": run_summary}
