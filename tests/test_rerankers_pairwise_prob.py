@@ -124,6 +124,16 @@ def test_prompts_show_both_orders_and_put_the_query_first():
     assert body["max_tokens"] == 1 and body["top_logprobs"] == 20
 
 
+def test_allpairs_submits_prompts_grouped_by_product_a_for_the_prompt_cache():
+    with FakeServer(responder=relevance_responder(RELEVANCE)) as srv, client(srv, concurrency=1) as llm:
+        rr = PairwiseProbReranker(llm, top_k=4, strategy="allpairs")
+        rr(frame(4))
+        shown = [tuple(t for _, t in lettered(r)) for r in srv.received]
+    # one request at a time, in submission order: every ordered pair once, grouped by the product shown as A
+    assert shown == [(f"p{a}", f"p{b}") for a in range(4) for b in range(4) if a != b]
+    assert rr.stats["pref_pairs"] == 6 and rr.stats["calls"] == 12
+
+
 def test_empty_frame_gives_the_columns_and_makes_no_call():
     with FakeServer() as srv, client(srv) as llm:
         out = PairwiseProbReranker(llm)(frame(0))

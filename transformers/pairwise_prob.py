@@ -11,7 +11,9 @@ strategy object from ``selection.py`` (``strategy``):
 - ``"sort"``: stable merge sort deciding i before j when p > 0.5: at most k*ceil(log2 k) - 2**ceil(log2 k) + 1 pairs.
 
 LLM calls per query = pairs asked x 2 (both orders) or x 1 (``both_orders = false``). Within one query a pair is
-asked once (memo; ``comparisons_memo`` counts the repeats answered without a call). A pair without a preference
+asked once (memo; ``comparisons_memo`` counts the repeats answered without a call). With ``allpairs`` and both
+orders, the k(k-1) ordered prompts are submitted grouped by the product shown as A, so that consecutive prompts share
+instructions, query and first product (llama.cpp's prompt cache reuses the longest shared prefix). A pair without a preference
 (p None: a failed call or no letter in either order) counts as 0.5 in ``allpairs`` and keeps the prior order in
 ``sliding`` and ``sort``. ``stats``: the base counters, ``comparisons`` (strategy questions), ``comparisons_memo``,
 ``comparison_ties``, ``comparison_unanswered``, the preference counters prefixed ``pref_`` (pairs, orders,
@@ -93,23 +95,41 @@ class PairwiseProbReranker(LLMReranker):
             raise spec_error(path, e) from e
 
     async def score(self, cands: Candidates) -> Sequence[float]:
-        memo: dict[tuple[int, int], asyncio.Future] = {}
-        symmetric = self.preference.both_orders
+        pref, texts, n = self.preference, cands.texts, len(cands)
+        orders: dict[tuple[int, int], asyncio.Future] = {}  # (shown as A, shown as B) -> Choice, asked once
+        pairs: dict[tuple[int, int], Any] = {}  # the key of a pair -> its Preference (or the Preference's future)
+
+        def order(a: int, b: int) -> asyncio.Future:
+            if (a, b) not in orders:
+                orders[(a, b)] = asyncio.ensure_future(pref.ask(cands.query, texts[a], texts[b]))
+            return orders[(a, b)]
+
+        if isinstance(self.strategy, SoftAllPairs) and pref.both_orders:
+            # every ordered pair will be asked: submit them grouped by Product A, so that consecutive prompts share
+            # the instructions, the query AND the first product (llama.cpp's prompt cache reuses that prefix)
+            for a in range(n):
+                for b in range(n):
+                    if a != b:
+                        order(a, b)
+
+        async def preference(key: tuple[int, int]):
+            i, j = key
+            shown = [order(i, j), order(j, i)] if pref.both_orders else [order(i, j)]
+            return pref.preference(await asyncio.gather(*shown))
 
         async def choose(items: tuple[int, ...]) -> list[float] | None:
             i, j = items
-            key = (min(i, j), max(i, j)) if symmetric else (i, j)
-            if key in memo:
+            key = (min(i, j), max(i, j)) if pref.both_orders else (i, j)
+            if key in pairs:
                 self.stats["comparisons_memo"] += 1
             else:
-                memo[key] = asyncio.ensure_future(self.preference.prefer(cands.query, cands.texts[key[0]],
-                                                                         cands.texts[key[1]]))
-            p = (await memo[key]).p
+                pairs[key] = asyncio.ensure_future(preference(key))
+            p = (await pairs[key]).p
             if p is None:
                 return None
             return [p, 1.0 - p] if key == (i, j) else [1.0 - p, p]
 
-        result = await self.strategy.rank(len(cands), choose)
+        result = await self.strategy.rank(n, choose)
         self.stats["comparisons"] += result.comparisons
         self.stats["comparison_ties"] += result.ties
         self.stats["comparison_unanswered"] += result.unanswered

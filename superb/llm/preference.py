@@ -175,15 +175,21 @@ class PairwisePreference:
         return choice
 
     async def prefer(self, query: str, a: Mapping[str, Any] | str, b: Mapping[str, Any] | str) -> Preference:
-        """The preference of ``a`` over ``b`` (both orders asked concurrently when ``both_orders``)."""
-        self.stats["pairs"] += 1
+        """The preference of ``a`` over ``b`` (both orders asked concurrently when ``both_orders``), counted."""
         if self.both_orders:
             orders = tuple(await asyncio.gather(self.ask(query, a, b), self.ask(query, b, a)))
         else:
             orders = (await self.ask(query, a, b),)
+        return self.preference(orders)
+
+    def preference(self, orders: Sequence[Choice]) -> Preference:
+        """The Preference from the Choices of the orders asked (a as A, then b as A), counted as one pair. For callers
+        that schedule the orders themselves (e.g. to group prompts that share a Product A for the server's prompt
+        cache)."""
+        self.stats["pairs"] += 1
         p = combine(orders)
         if p is None:
             self.stats["no_preference"] += 1
         elif p == 0.5:
             self.stats["ties"] += 1
-        return Preference(p, orders)
+        return Preference(p, tuple(orders))
