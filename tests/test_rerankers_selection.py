@@ -140,6 +140,9 @@ def test_strategies_return_permutations_and_the_true_top_for_a_certain_chooser(v
 
     r = run(s.rank(n, choose))
     assert sorted(r.order) == list(range(n))
+    if strategy == "heap" and n > 1:  # the documented bound: n + (k-1) x ceil(log_{c-1} n)
+        c = max(size, 3)
+        assert r.comparisons <= n + (k - 1) * math.ceil(math.log(n) / math.log(c - 1) - 1e-9)
     settled = min(k, n) if strategy in ("bubble", "heap") else n
     # a consistent chooser: the settled top holds the best values, best first
     assert [values[i] for i in r.order[:settled]] == sorted(values, reverse=True)[:settled]

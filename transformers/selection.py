@@ -15,8 +15,9 @@ item earliest in the prior order wins), and is counted.
   ceil((n-1-t)/(c-1)). Items below the m settled ones keep their prior order.
 - :class:`HeapTopK` (``size`` c >= 3, ``select`` k): a heap whose nodes have c-1 children; each sift step asks for the
   best of a parent and its children (setwise heap sort, Zhuang et al. 2024). Building the heap asks once per inner
-  node ((n-2)//(c-1) + 1 comparisons), each of the k-1 further extractions at most ceil(log_{c-1}(n)) more. The k
-  extracted items come first, the rest keep their prior order. Ties and unanswered sets go to the item earliest in
+  node ((n-2)//(c-1) + 1) plus once per swap down the heap (at most n comparisons in all: the sum of the nodes'
+  heights), each of the k-1 further extractions at most ceil(log_{c-1}(n)) more. The k extracted items come first,
+  the rest keep their prior order. Ties and unanswered sets go to the item earliest in
   the prior order, so a model that never answers leaves the prior order intact.
 - :class:`PairMergeSort`: the stable merge sort of ``aggregation.MergeSort`` deciding i before j when p(i over j) >
   0.5; p = 0.5 or no answer keeps the prior order. At most n*ceil(log2 n) - 2**ceil(log2 n) + 1 comparisons.
