@@ -136,6 +136,15 @@ def test_sliding_windows_with_the_likelihood_ranker_by_hand():
     assert order(out) == ["e", "b", "a", "d", "c"] and rr.stats["windows"] == 2
 
 
+def test_empty_frame_makes_no_call():
+    with FakeServer() as srv, client(srv) as llm:
+        for rr in (ListwiseReranker(llm, method="likelihood", shuffles=2, top_k=5),
+                   SlidingWindowReranker(llm, method="likelihood", window=3, step=2, top_k=5)):
+            out = rr(frame([]))
+            assert len(out) == 0 and {rr.score_column, "llm_score", "rank"} <= set(out.columns)
+        assert srv.requests == 0
+
+
 def test_spec_options_and_limits():
     with FakeServer() as srv, client(srv) as llm:
         ctx = BuildContext(dataset=None, llm=llm, seed=5)
