@@ -424,7 +424,8 @@ def write(results: dict) -> None:
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {r['reranker']} | {r.get('queries_at_once', r_['queries'])} | {r['calls_per_query']:g} | "
                   f"{r['prompt_tokens_per_query']} | "
-                  f"{r['completion_tokens_per_query']} | {r['cached_share'] if r['cached_share'] is not None else '-'} | "
+                  f"{r['completion_tokens_per_query']} | "
+                  f"{r['cached_share'] if r['cached_share'] is not None else '-'} | "
                   f"{r['wall_s_per_query']} | {r['failures']} | {r['fallbacks']} | {r['nDCG@10']} | {r['P(rel=2)@5']} |"
                   for r in r_["rows"]]
         lines.append("")

@@ -1,5 +1,5 @@
-"""The label-probability rerankers in batch export -> import rounds (superb/llm/batch.py), against a live run of the same
-fake model: the ranking from batch answers equals the live ranking and no request is exported twice. allpairs and
+"""The label-probability rerankers in batch export -> import rounds (superb/llm/batch.py), against a live run of the
+same fake model: the ranking from batch answers equals the live ranking and no request is exported twice. allpairs and
 listwise by likelihood (with shuffles) need one round; merge sort and the setwise heap one round per sequential step."""
 
 from __future__ import annotations

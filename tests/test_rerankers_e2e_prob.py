@@ -65,7 +65,8 @@ def build(options, chorus_run, llm):
     from superb.transformers import BuildContext, build_reranker
 
     ds, run = chorus_run
-    rr = build_reranker({**options, "top_k": K}, context=BuildContext(dataset=ds, llm=llm), path=f"e2e.{options['type']}")
+    rr = build_reranker({**options, "top_k": K}, context=BuildContext(dataset=ds, llm=llm),
+                        path=f"e2e.{options['type']}")
     out = rr(run)
     assert sorted(out["docno"]) == sorted(run["docno"])
     assert sorted(out["rank"]) == list(range(len(run)))

@@ -85,7 +85,8 @@ def test_fuse_puts_rows_missing_a_score_below_in_prior_order_and_keeps_ties_in_o
 
 def test_fuse_errors_name_what_is_missing():
     inp = frame(3).assign(pointwise_score=[0.1, 0.2, 0.3])
-    with pytest.raises(ValueError, match=r"no column for weight\(s\) \['biencoder'\].*\['first_stage_score', 'pointwise_score'\]"):
+    missing = r"no column for weight\(s\) \['biencoder'\].*\['first_stage_score', 'pointwise_score'\]"
+    with pytest.raises(ValueError, match=missing):
         Fuse({"biencoder": 1.0, "pointwise": 1.0})(inp)
     ctx = BuildContext()
     with pytest.raises(SpecError, match=r"r\.weights: missing"):

@@ -163,7 +163,8 @@ def test_spec_options_and_limits():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(replies=st.lists(COMPLETIONS, min_size=1, max_size=10), sizes=st.lists(st.integers(0, 9), min_size=1, max_size=3),
+@given(replies=st.lists(COMPLETIONS, min_size=1, max_size=10),
+       sizes=st.lists(st.integers(0, 9), min_size=1, max_size=3),
        kind=st.sampled_from(["listwise", "sliding"]), shuffles=st.integers(0, 3))
 def test_docnos_preserved_for_any_model_output(replies, sizes, kind, shuffles):
     inp = run_of_sizes(sizes, text="text ")

@@ -176,7 +176,8 @@ COMPLETIONS = st.one_of(
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(replies=st.lists(COMPLETIONS, min_size=1, max_size=10), sizes=st.lists(st.integers(0, 7), min_size=1, max_size=3),
+@given(replies=st.lists(COMPLETIONS, min_size=1, max_size=10),
+       sizes=st.lists(st.integers(0, 7), min_size=1, max_size=3),
        top_k=st.integers(1, 8), strategy=st.sampled_from(["allpairs", "sort", "sliding"]), both=st.booleans())
 def test_docnos_preserved_for_any_model_output(replies, sizes, top_k, strategy, both):
     inp = run_of_sizes(sizes, text="text ")

@@ -1,6 +1,7 @@
 """The setwise reranker (heap and bubble top-k over label distributions) against the fake server: the hidden top-k is
 recovered, order-debiasing averages the reversed set by hand, calls follow the strategy, fallbacks are counted,
-docnos in == docnos out under arbitrary output (hypothesis). The real 0.5B end to end is in test_rerankers_e2e_prob.py."""
+docnos in == docnos out under arbitrary output (hypothesis). The real 0.5B end to end is in
+test_rerankers_e2e_prob.py."""
 
 from __future__ import annotations
 
@@ -140,7 +141,8 @@ class _Dataset:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(replies=st.lists(COMPLETIONS, min_size=1, max_size=10), sizes=st.lists(st.integers(0, 9), min_size=1, max_size=3),
+@given(replies=st.lists(COMPLETIONS, min_size=1, max_size=10),
+       sizes=st.lists(st.integers(0, 9), min_size=1, max_size=3),
        top_k=st.integers(1, 9), strategy=st.sampled_from(["heap", "bubble"]), size=st.integers(3, 5),
        select=st.integers(1, 9), debias=st.booleans())
 def test_docnos_preserved_for_any_model_output(replies, sizes, top_k, strategy, size, select, debias):

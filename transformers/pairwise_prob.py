@@ -10,15 +10,16 @@ strategy object from ``selection.py`` (``strategy``):
   order): sum over t < m of (k-1-t) pairs, fewer when a pair is asked again (memo).
 - ``"sort"``: stable merge sort deciding i before j when p > 0.5: at most k*ceil(log2 k) - 2**ceil(log2 k) + 1 pairs.
 
-LLM calls per query = pairs asked x 2 (both orders) or x 1 (``both_orders = false``). Within one query a pair is
-asked once (memo; ``comparisons_memo`` counts the repeats answered without a call). With ``allpairs`` and both
-orders, the k(k-1) ordered prompts are submitted grouped by the product shown as A, so that consecutive prompts share
-instructions, query and first product (llama.cpp's prompt cache reuses the longest shared prefix). A pair without a preference
-(p None: a failed call or no letter in either order) counts as 0.5 in ``allpairs`` and keeps the prior order in
-``sliding`` and ``sort``. ``stats``: the base counters, ``comparisons`` (strategy questions), ``comparisons_memo``,
-``comparison_ties``, ``comparison_unanswered``, the preference counters prefixed ``pref_`` (pairs, orders,
-answered_logprobs, no_preference, ties), and its fallbacks unprefixed (``fallback_generated_letter`` when the
-endpoint returns no logprobs, ``fallback_no_label``, ``fallback_failed_call``) so that a results table shows them.
+LLM calls per query = pairs asked x 2 (both orders) or x 1 (``both_orders = false``). Within one query a pair is asked
+once (memo; ``comparisons_memo`` counts the repeats answered without a call). With ``allpairs`` and both orders, the
+k(k-1) ordered prompts are submitted grouped by the product shown as A, so that consecutive prompts share
+instructions, query and first product (llama.cpp's prompt cache reuses the longest shared prefix). A pair without a
+preference (p None: a failed call or no letter in either order) counts as 0.5 in ``allpairs`` and keeps the prior
+order in ``sliding`` and ``sort``. ``stats``: the base counters, ``comparisons`` (strategy questions),
+``comparisons_memo``, ``comparison_ties``, ``comparison_unanswered``, the preference counters prefixed ``pref_``
+(pairs, orders, answered_logprobs, no_preference, ties), and its fallbacks unprefixed (``fallback_generated_letter``
+when the endpoint returns no logprobs, ``fallback_no_label``, ``fallback_failed_call``) so that a results table shows
+them.
 """
 
 from __future__ import annotations

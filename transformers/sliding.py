@@ -1,12 +1,12 @@
 """Sliding-window listwise reranking over a longer list (SUPERB Table 5: top 100, windows of 20, step 10).
 
-A window of ``window`` candidates moves from the bottom of the top_k list to the top by ``step``; each window is
-one listwise call (``ListwiseReranker.rank_window``) and its order is written back before the next window, so
-good products can climb from the bottom to the top in one pass. The last window is clamped at the top of the list.
-Calls per query and pass: ``window_starts(k, window, step)`` has ceil((k - window) / step) + 1 entries (one when
-k <= window). ``passes`` repeats the sweep. The window ranker is the listwise one (``method`` "generation" or
-"likelihood", ``shuffles`` for permutation self-consistency: x m calls; see ``window.py``). The windows of one query run in sequence (one coroutine per query);
-different queries run concurrently.
+A window of ``window`` candidates moves from the bottom of the top_k list to the top by ``step``; each window is one
+listwise call (``ListwiseReranker.rank_window``) and its order is written back before the next window, so good
+products can climb from the bottom to the top in one pass. The last window is clamped at the top of the list. Calls
+per query and pass: ``window_starts(k, window, step)`` has ceil((k - window) / step) + 1 entries (one when k <=
+window). ``passes`` repeats the sweep. The window ranker is the listwise one (``method`` "generation" or "likelihood",
+``shuffles`` for permutation self-consistency: x m calls; see ``window.py``). The windows of one query run in sequence
+(one coroutine per query); different queries run concurrently.
 """
 
 from __future__ import annotations

@@ -141,9 +141,10 @@ class PairwisePreference:
     """Ask ``llm`` which of two products is better for a query, and read the answer from the label probabilities.
 
     ``template`` renders with ``query``, ``a``, ``b`` (the product texts: strings, or field dicts rendered over
-    ``fields``, each as one line: ``one_line``). ``both_orders`` (default True) asks both orders, concurrently, and averages them (see the module
-    docstring). Counters in ``stats``: pairs, orders (label requests made), answered_logprobs, the ``fallback_*``
-    counts, no_preference (pairs with p None), ties (p exactly 0.5 from answered orders).
+    ``fields``, each as one line: ``one_line``). ``both_orders`` (default True) asks both orders, concurrently, and
+    averages them (see the module docstring). Counters in ``stats``: pairs, orders (label requests made),
+    answered_logprobs, the ``fallback_*`` counts, no_preference (pairs with p None), ties (p exactly 0.5 from answered
+    orders).
     """
 
     def __init__(self, llm: AsyncLLM, template: Any = DEFAULT_TEMPLATE, *, both_orders: bool = True,
