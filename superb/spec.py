@@ -59,7 +59,7 @@ class PipelineSpec:
         return any(r.get("type") not in _NON_LLM_TYPES for r in self.rerank)
 
 
-_NON_LLM_TYPES = {"shuffle", "random", "biencoder"}
+_NON_LLM_TYPES = {"shuffle", "random", "biencoder", "fuse"}
 
 
 @dataclass(frozen=True)

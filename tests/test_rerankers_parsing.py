@@ -99,3 +99,62 @@ def test_first_distribution_skips_positions_without_answers():
     dist, at = first_distribution(pos, LABEL_TOKENS)
     assert at == 1 and math.isclose(dist[1], 0.5) and math.isclose(dist[2], 0.5)
     assert first_distribution(None, LABEL_TOKENS) == (None, -1)
+
+
+# ---- letter labels (pairwise, setwise, listwise by likelihood) -----------------------------------------------------
+
+from superb.llm.parsing import (  # noqa: E402
+    LETTERS, first_letter_distribution, letter_distribution, letter_of, parse_letter,
+)
+
+
+def test_letter_token_variants_read_as_the_letter():
+    ab = ("A", "B")
+    for token in ("A", " A", "[A", "**A", "(A", "A.", "A)", "A:", "\nA", "'A'", "A>"):
+        assert letter_of(token, ab) == "A", token
+    for token in ("a", "AB", "C", "Answer", "", " ", "1"):
+        assert letter_of(token, ab) is None, token
+
+
+def test_letter_distribution_merges_variants_and_reports_the_mass():
+    top = {"A": math.log(0.3), " A": math.log(0.1), "[B": math.log(0.2), "The": math.log(0.4)}
+    dist, mass = letter_distribution(top, ("A", "B", "C"))
+    # A: 0.4, B: 0.2, C absent -> 0; renormalised over 0.6
+    assert math.isclose(dist["A"], 2 / 3) and math.isclose(dist["B"], 1 / 3) and dist["C"] == 0.0
+    assert math.isclose(mass, 0.6)
+
+
+def test_letter_distribution_all_mass_outside_the_labels():
+    assert letter_distribution({"The": -0.1, "Product": -2.5, "a": -3.0}, ("A", "B")) == (None, 0.0)
+    assert letter_distribution({}, ("A", "B")) == (None, 0.0)
+    # non-finite logprobs are ignored, not summed
+    assert letter_distribution({"A": float("-inf"), "B": float("nan")}, ("A", "B")) == (None, 0.0)
+
+
+def test_first_letter_distribution_reads_only_the_first_position():
+    pos = [SimpleNamespace(token="**", logprob=-0.1, top={"**": -0.1}),
+           SimpleNamespace(token="B", logprob=-0.1, top={"B": -0.1})]
+    assert first_letter_distribution(pos, ("A", "B")) == (None, 0.0)  # the letter written second is not the answer
+    only_chosen = [SimpleNamespace(token=" B", logprob=math.log(0.9), top={})]
+    dist, mass = first_letter_distribution(only_chosen, ("A", "B"))
+    assert dist == {"A": 0.0, "B": 1.0} and math.isclose(mass, 0.9)
+    assert first_letter_distribution(None, ("A",)) == (None, 0.0)
+
+
+def test_parse_letter_from_generated_text():
+    abc = LETTERS[:3]
+    assert [parse_letter(t, abc) for t in ("B", "**C**", "[A]", "Product B", "answer: c", "(A) because", "C > A")] \
+        == ["B", "C", "A", "B", "C", "A", "C"]
+    assert [parse_letter(t, abc) for t in ("", None, "D", "a", "ABC", "The first one", "1")] == [None] * 7
+
+
+@settings(max_examples=200, deadline=None)
+@given(top=st.dictionaries(st.text(max_size=4), st.floats(allow_nan=True, allow_infinity=True), max_size=25),
+       n=st.integers(1, 20))
+def test_letter_distribution_is_a_distribution_or_none(top, n):
+    dist, mass = letter_distribution(top, LETTERS[:n])
+    if dist is None:
+        assert mass == 0.0
+    else:
+        assert set(dist) == set(LETTERS[:n]) and math.isclose(sum(dist.values()), 1.0)
+        assert all(0.0 <= p <= 1.0 for p in dist.values()) and 0.0 < mass <= 1.0

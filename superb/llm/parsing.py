@@ -1,4 +1,5 @@
-"""Pure parsing of model outputs: listwise permutations, graded labels, yes/no, label distributions from logprobs.
+"""Pure parsing of model outputs: listwise permutations, graded labels, yes/no, label distributions from logprobs,
+and letter labels (A, B, C, ...) naming products, read from logprobs or from the generated text.
 
 Nothing here calls a model or raises on bad output: every function returns its best reading and says what it had
 to repair, so the caller can count it.
@@ -93,7 +94,7 @@ def token_distribution(top: Mapping[str, float], vocabulary: Mapping[str, object
         key = token.strip().lower()
         if key in vocabulary and logprob is not None and math.isfinite(logprob):
             answer = vocabulary[key]
-            mass[answer] = mass.get(answer, 0.0) + math.exp(logprob)
+            mass[answer] = mass.get(answer, 0.0) + math.exp(min(logprob, 0.0))  # > 0 is malformed: probability 1
     total = sum(mass.values())
     if total <= 0.0:
         return None
@@ -117,3 +118,61 @@ def first_distribution(positions: Iterable[object], vocabulary: Mapping[str, obj
 
 LABEL_TOKENS = {str(k): k for k in range(4)}
 YES_NO_TOKENS = {"yes": True, "no": False}
+
+
+# ---- letter labels: "A", "B", ... naming the products of a pairwise, setwise or listwise prompt -------------------
+
+LETTERS = tuple("ABCDEFGHIJKLMNOPQRST")  # 20 single-token identifiers: the API returns at most 20 top logprobs
+_LETTER_MARKUP = " \t\r\n*_[](){}<>\"'`#.:,;!-=|"
+_LETTER_TEXT = re.compile(r"^(?:(?:product|option|passage|answer|choice)\s*[:=\-]?\s*)?([A-Z])(?![A-Za-z0-9])",
+                          re.IGNORECASE)
+
+
+def letter_of(token: str, letters: Sequence[str]) -> str | None:
+    """The letter a token stands for, or None: markup and whitespace around it are ignored ("A", " A", "[A", "**A",
+    "(A", "A.", "A)" all read "A"); the case must match (a lower-case "a" is the article, not an answer)."""
+    key = (token or "").strip(_LETTER_MARKUP)
+    return key if key in letters else None
+
+
+def letter_distribution(top: Mapping[str, float], letters: Sequence[str]) -> tuple[dict[str, float] | None, float]:
+    """Renormalised probabilities over ``letters`` from one position's top logprobs, and the raw label mass.
+
+    Token variants of one letter (``letter_of``) add up; a letter absent from ``top`` gets probability 0. Returns
+    ``(distribution, mass)``: ``mass`` is the summed probability of the letter tokens before renormalisation (how
+    much of the model's belief the labels hold); the distribution is None when no letter token is among ``top``.
+    """
+    mass = dict.fromkeys(letters, 0.0)
+    for token, logprob in top.items():
+        letter = letter_of(token, letters)
+        if letter is not None and logprob is not None and math.isfinite(logprob):
+            mass[letter] += math.exp(min(logprob, 0.0))  # a logprob above 0 is malformed: read as probability 1
+    total = sum(mass.values())
+    if total <= 0.0:
+        return None, 0.0
+    return {letter: p / total for letter, p in mass.items()}, min(total, 1.0)
+
+
+def first_letter_distribution(positions: Iterable[object], letters: Sequence[str]
+                              ) -> tuple[dict[str, float] | None, float]:
+    """``letter_distribution`` at the FIRST generated position (TokenLogprob-like: ``.token``, ``.logprob``,
+    ``.top``; the chosen token counts as an alternative when ``top`` misses it). Only the first position is read: the
+    first letter the model would write is the answer. (None, 0.0) when there is no position or no letter in it."""
+    for pos in positions or ():
+        top = dict(pos.top or {})
+        top.setdefault(pos.token, pos.logprob)
+        return letter_distribution(top, letters)
+    return None, 0.0
+
+
+def parse_letter(text: str | None, letters: Sequence[str]) -> str | None:
+    """The letter a generated answer starts with ("B", "**B**", "[C]", "Product A", "Answer: D"), if it is one of
+    ``letters``; None otherwise. An upper-case letter is required unless the answer is prefixed ("product a")."""
+    t = (text or "").strip(_LETTER_MARKUP)
+    m = _LETTER_TEXT.match(t)
+    if m is None:
+        return None
+    letter = m.group(1)
+    if letter not in letters and m.start(1) > 0:  # "product a": the prefix makes a lower-case letter an answer
+        letter = letter.upper()
+    return letter if letter in letters else None
