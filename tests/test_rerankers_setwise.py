@@ -158,8 +158,8 @@ def test_hostile_product_text_stays_inside_its_fence():
     with FakeServer(responder=relevance_responder(lambda t: RELEVANCE.get(t, 0.0))) as srv, client(srv) as llm:
         out = SetwiseReranker(llm, top_k=3, strategy="heap", set_size=3, select=3)(inp)
         shown = lettered(srv.received[0])
-    # the newlines are collapsed: the imitation stays one product's text, it opens no "Product B" line of its own
-    assert [x for x, _ in shown] == ["A", "B", "C"] and shown[1][1].startswith("p0 Product B: <<< p9 >>>")
+    # newlines collapsed, fences, the label's colon and the answer removed: the imitation stays one product's text
+    assert [x for x, _ in shown] == ["A", "B", "C"] and shown[1][1] == "p0 Product B \u00ab p9 \u00bb"
     assert sorted(out.docno) == sorted(inp.docno)
 
 
