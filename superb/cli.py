@@ -84,6 +84,7 @@ def _register_optional(sub, module: str) -> None:
 
 
 def _cmd_run(args) -> int:
+    from superb.atomic import check_replaceable
     from superb.experiment import run_experiment
     from superb.results import write_results
     from superb.spec import load_spec
@@ -92,6 +93,7 @@ def _cmd_run(args) -> int:
     out = args.out or Path(spec.output or Path("results") / spec.name)
     if args.shard is not None and args.out is None:
         out = out.with_name(out.name + args.shard.suffix)
+    check_replaceable(out)  # a folder superb may not replace is refused before the run, not after its LLM calls
     result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard)
     if args.dry_run:
         from superb.results import usage_frame
