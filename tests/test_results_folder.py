@@ -210,3 +210,29 @@ def test_on_linux_the_swap_is_one_atomic_exchange(tmp_path):
     assert _exchange(tmp_path / "new", tmp_path / "old")  # no silent fallback to two renames here
     assert (tmp_path / "old" / "table.csv").read_text() == "new"
     assert (tmp_path / "new" / "table.csv").read_text() == "old"
+
+
+def test_shard_folders_and_merges_are_replaced_as_a_whole_too(data, monkeypatch, capsys):
+    """`superb run --shard i/n` (default folder NAME.shard-i-of-n) and `superb merge` write through the same writer."""
+    from superb.cli import main
+
+    monkeypatch.chdir(data)
+    more = [("3", "office shoes"), ("4", "tea")]  # two queries per shard: a paired test needs two
+    (data / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES + more))
+    (data / "qrels.txt").write_text("".join(f"{q} 0 {d} {l}\n" for q, d, l in QRELS + [("3", "d4", 2), ("4", "d6", 1)]))
+    spec = write_spec(data, SYSTEMS_A)
+    for i in (1, 2):
+        assert main(["run", str(spec), "--shard", f"{i}/2"]) == 0
+    shards = [data / "results" / f"folder.shard-{i}-of-2" for i in (1, 2)]
+    (shards[0] / "stale.txt").write_text("from an earlier run")
+    assert main(["run", str(spec), "--shard", "1/2"]) == 0
+    assert not (shards[0] / "stale.txt").exists() and siblings(shards[0]) == []
+    merged = data / "results" / "folder"
+    merged.mkdir()
+    (merged / "notes.txt").write_text("mine")
+    assert main(["merge", *map(str, shards)]) == 2  # not a folder superb wrote: refused, left alone
+    assert (merged / "notes.txt").read_text() == "mine"
+    (merged / "notes.txt").unlink()
+    assert main(["merge", *map(str, shards)]) == 0
+    assert (merged / "runs" / "BM25__random.run").is_file() and siblings(merged) == []
+    capsys.readouterr()

@@ -201,3 +201,14 @@ def test_the_valid_spec_runs(data, capsys):
         requests = srv.requests
     assert code == 0, capsys.readouterr().err
     assert requests == 10 and (data / "out" / "runs" / "BM25__pointwise_2.run").is_file()
+
+
+@pytest.mark.parametrize("queries, judged", [('subset = ["1"]', "1 of the 1"), ('subset = ["2", "3"]', "1 of the 2")])
+def test_too_few_labelled_queries_for_a_paired_test_stop_before_any_llm_call(data, capsys, queries, judged):
+    """One labelled query cannot be tested (the paired test raised a bare ValueError after every call was paid)."""
+    with open(data / "queries.tsv", "a") as f:
+        f.write("3\tunjudged\n")
+    err, requests = refused(data, capsys, extra=f"[queries]\n{queries}")
+    assert requests == 0
+    assert f"superb: error: {judged} selected queries have relevance labels" in err
+    assert "a paired significance test (a baseline or compare) needs at least 2" in err and "[queries]" in err
