@@ -19,6 +19,7 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd_judge(args) -> int:
+    from superb.exit_codes import folder_usage, llm_exit_code
     from superb.judges.run import run_judge_spec
     from superb.judges.spec import load_judge_spec
 
@@ -33,4 +34,4 @@ def _cmd_judge(args) -> int:
     if (out / "label_study.md").is_file() and spec.label_study is not None:
         print((out / "label_study.md").read_text(encoding="utf-8"))
     print(f"results written to {out}/")
-    return 0 if result else 1
+    return llm_exit_code(spec.llm, folder_usage(out))  # counts on stderr; 3 when failures exceed max_failure_share
