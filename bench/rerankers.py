@@ -1,12 +1,21 @@
 """Benchmark the LLM rerankers: cost per query, sliding-window wall time, prompt-cache reuse, a small dev exploration.
 
-Usage: python bench/rerankers.py [--sections counts,latency,cache,dev] [--queries 5] [--latency 0.25]
+Usage: python bench/rerankers.py [--sections counts,latency,cache,real,dev] [--queries 5] [--latency 0.25]
+       python bench/rerankers.py --sections real --model 1.5b --dev-queries 40 [--rerankers "setwise (heap)" ...]
 
-Sections (all by default except ``dev``, which needs the 1.5B model for several minutes):
+Sections (counts, latency and cache by default; ``real`` and ``dev`` need minutes to hours of the embedded model):
 
-- counts: LLM calls and prompt tokens per query for each reranker at top_k = 20 / 50 / 100, on real Chorus titles
-  (PISA BM25 top 100 of ``--queries`` queries), answered by the fake server. Prompt tokens are the fake server's
-  usage numbers, i.e. characters / 4 of the message texts (chat-template tokens not included).
+- counts: LLM calls and prompt tokens per query for every reranker at top_k = 20 / 50 / 100 (the quadratic and the
+  likelihood-window ones at the k they support), on real Chorus titles (PISA BM25 top 100 of ``--queries``
+  queries), answered by the fake server (valid answers for every prompt, letters with logprobs). Prompt tokens are
+  the fake server's usage numbers, i.e. characters / 4 of the message texts (chat-template tokens not included).
+- real: every reranker at top_k = ``--k`` (20) on ``--dev-queries`` DEV-split Chorus queries (PISA BM25) with the
+  embedded ``--model`` (0.5b or 1.5b), response cache off: LLM calls, prompt and completion tokens and wall time per
+  query, the share of prompt tokens the server served from its prompt cache (timings.cache_n / usage.prompt_tokens),
+  fallbacks, and nDCG@10 / P(rel=2)@5 of the reranked run (a sanity figure on a few queries, not a result). The
+  queries of one reranker run concurrently, as in ``superb run`` (client concurrency 4, one server slot), or one at a
+  time with ``--sequential-queries`` (so consecutive prompts share the query: compare the cached share). Writes
+  results/bench/rerankers_cost.png (nDCG@10 against prompt tokens per query). ``--rerankers`` picks a subset.
 - latency: sliding-window reranking (top 100, window 20, step 10: 9 calls per query) of 100 queries against the
   fake server (in a child process) with a fixed latency L and ample parallelism (client concurrency 128); reported
   as wall time divided by (calls per query x L), the time one query's sequential windows need at minimum (goal
@@ -35,28 +44,66 @@ sys.path.insert(0, str(ROOT / "tests"))  # the fake server lives with the tests
 
 OUT = ROOT / "results" / "bench"
 KS = (20, 50, 100)
-RERANKERS = {
+RERANKERS = {  # name -> spec options (top_k is set by the bench)
     "pointwise (best)": {"type": "pointwise", "variant": "best"},
     "pointwise (yesno)": {"type": "pointwise", "variant": "yesno"},
+    "pointwise (yesno, product)": {"type": "pointwise", "variant": "yesno", "template": "pointwise_yesno_product"},
     "deliberated": {"type": "deliberated"},
+    "deliberated (yesno)": {"type": "deliberated", "label": "yesno"},
+    "deliberated (checklist)": {"type": "deliberated", "label": "checklist"},
     "listwise (one window of k)": {"type": "listwise"},
+    "listwise (likelihood)": {"type": "listwise", "method": "likelihood"},
+    "listwise (likelihood, 3 shuffles)": {"type": "listwise", "method": "likelihood", "shuffles": 3},
     "sliding (w=20, s=10)": {"type": "sliding", "window": 20, "step": 10},
+    "sliding (w=10, s=5)": {"type": "sliding", "window": 10, "step": 5},
+    "sliding (likelihood, w=10, s=5)": {"type": "sliding", "method": "likelihood", "window": 10, "step": 5},
+    "pairwise (generated, both orders, sort)": {"type": "pairwise", "strategy": "sort", "both_orders": True},
+    "pairwise_prob (allpairs)": {"type": "pairwise_prob", "strategy": "allpairs"},
+    "pairwise_prob (sliding, 10 passes)": {"type": "pairwise_prob", "strategy": "sliding", "passes": 10},
+    "pairwise_prob (sort)": {"type": "pairwise_prob", "strategy": "sort"},
+    "setwise (heap, c=3)": {"type": "setwise", "strategy": "heap", "set_size": 3},
+    "setwise (heap, c=3, debias)": {"type": "setwise", "strategy": "heap", "set_size": 3, "debias": True},
+    "setwise (bubble, c=3)": {"type": "setwise", "strategy": "bubble", "set_size": 3},
+    "rubric": {"type": "rubric"},
+    "biencoder (no LLM)": {"type": "biencoder"},
 }
+# the k values each reranker is counted at (default KS): likelihood windows hold at most 20 products, and the
+# quadratic ones would send tens of thousands of fake requests at k = 100
+COUNT_KS = {"listwise (likelihood)": (20,), "listwise (likelihood, 3 shuffles)": (20,),
+            "pairwise_prob (allpairs)": (20, 50), "pairwise_prob (sliding, 10 passes)": (20, 50),
+            "biencoder (no LLM)": ()}
 DEV_TEMPLATES = ("pointwise_yesno", "pointwise_yesno_product", "pointwise_best", "pointwise_best_product")
 ALPHAS = (1.0, 0.75, 0.5, 0.25, 0.0)
 
 
 def fake_responder(body: dict):
-    """Valid answers for every reranker prompt: reversed listwise orders, a graded label with logprobs, attributes."""
+    """Valid answers for every reranker prompt: reversed listwise orders, letters with logprobs (lettered prompts: a
+    consistent model preferring a hidden score per product text, so that sorting strategies move products and their
+    call counts are not flattered by ties), graded and yes/no labels with logprobs, LHS/RHS, rubric JSON, attributes."""
     import math
     import re
 
     from fakeserver import Reply
 
     prompt = "".join(m["content"] for m in body["messages"])
+    shown = re.findall(r"^Product ([A-T]): <<< (.*) >>>$", prompt, re.M)
+    if shown:  # pairwise_ab, setwise_best, listwise_first: a consistent model preferring a hidden score per product
+        import zlib
+
+        weights = {x: math.exp((zlib.crc32(text.encode()) % 1000) / 250.0) for x, text in shown}
+        total = sum(weights.values())
+        top = {x: math.log(w / total) for x, w in weights.items()}
+        best = max(top, key=top.get)
+        return Reply(best, ((best, top[best], top),))
     if prompt.rstrip().endswith("Ranking:"):
         n = len(re.findall(r"^\[\d+\] ", prompt, re.M))
         return Reply(" > ".join(f"[{i}]" for i in range(n, 0, -1)))
+    if "LHS product:" in prompt:
+        return Reply("LHS")
+    if "meta-rubrics" in prompt:
+        return Reply('[{"name": "coverage", "level": "set", "weight": 5, "description": "covers the query"}]')
+    if "Select at most" in prompt:
+        return Reply("[2, 1]")
     if "Product:" not in prompt:
         return Reply("- the kind of product searched for\n- good quality\n- good value")
     if prompt.rstrip().endswith("Answer:"):
@@ -92,11 +139,11 @@ def section_counts(args) -> dict:
     rows = []
     with FakeServer(responder=fake_responder) as srv, fake_client(srv) as llm:
         for name, options in RERANKERS.items():
-            for k in KS:
+            for k in COUNT_KS.get(name, KS):
                 rr = build_reranker({**options, "top_k": k}, context=BuildContext(dataset=ds, llm=llm),
                                     path=name)
                 rr(run)
-                rows.append({"reranker": name, "k": k, "calls_per_query": rr.stats["calls"] / nq,
+                rows.append({"reranker": name, "k": k, "options": options, "calls_per_query": rr.stats["calls"] / nq,
                              "prompt_tokens_per_query": round(rr.stats["prompt_tokens"] / nq),
                              "completion_tokens_per_query": round(rr.stats["completion_tokens"] / nq)})
                 print(rows[-1], flush=True)
@@ -209,6 +256,85 @@ def section_cache(args) -> dict:
             "note": "cached_share = sum(timings.cache_n) / sum(usage.prompt_tokens)"}
 
 
+def section_real(args, results: dict | None = None) -> dict:
+    """Every reranker (or ``--rerankers``) at top_k = ``--k`` on DEV queries with the embedded model."""
+    from superb.llm.model import MODELS
+    from superb.transformers import BuildContext, build_reranker
+
+    names = args.rerankers or list(RERANKERS)
+    unknown = [n for n in names if n not in RERANKERS]
+    if unknown:
+        raise SystemExit(f"unknown reranker(s) {unknown}; choose from {list(RERANKERS)}")
+    ds, run = chorus(args.dev_queries, args.k, split="dev")
+    qrels = ds.qrels()
+    nq = int(run["qid"].nunique())
+    out = {"model": f"{MODELS[args.model].alias} (embedded llama.cpp, 1 slot, client concurrency 4)",
+           "queries": nq, "split": "dev", "k": args.k, "first_stage": f"PISA BM25 top {args.k}", "fields": ["title"],
+           "BM25": evaluate(run, qrels), "rows": [],
+           "note": "cached_share = sum(timings.cache_n) / sum(usage.prompt_tokens); response cache off; "
+                   "queries of one reranker run concurrently (as superb run does)"}
+    srv, llm = embedded(args.model)
+    try:
+        for name in names:
+            rr = build_reranker({**RERANKERS[name], "top_k": args.k},
+                                context=BuildContext(dataset=ds, llm=llm, seed=0), path=name)
+            start = time.perf_counter()
+            if args.sequential_queries:  # one query at a time: consecutive prompts share the query's prefix
+                import pandas as pd
+
+                ranked = pd.concat([rr(group) for _, group in run.groupby("qid", sort=False)])
+            else:
+                ranked = rr(run)
+            wall = time.perf_counter() - start
+            st = rr.stats
+            row = {"reranker": name, "options": RERANKERS[name], "queries_at_once": 1 if args.sequential_queries
+                   else nq, "calls_per_query": round(st["calls"] / nq, 2),
+                   "prompt_tokens_per_query": round(st["prompt_tokens"] / nq),
+                   "completion_tokens_per_query": round(st["completion_tokens"] / nq),
+                   "cached_share": round(st["cached_prompt_tokens"] / st["prompt_tokens"], 3) if st["prompt_tokens"]
+                   else None,
+                   "wall_s_per_query": round(wall / nq, 1), "failures": st["failures"],
+                   "fallbacks": sum(v for key, v in st.items() if key.startswith("fallback_")),
+                   **evaluate(ranked, qrels)}
+            out["rows"].append(row)
+            print(row, flush=True)
+            if results is not None:  # keep what is done if the run is cut short
+                results["real"] = out
+                write(results)
+    finally:
+        llm.close()
+        srv.stop()
+    plot_cost(out)
+    return out
+
+
+def plot_cost(real: dict) -> None:
+    """nDCG@10 against prompt tokens per query (log scale), one point per reranker; BM25 as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in real["rows"] if r["prompt_tokens_per_query"] > 0]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(9, 6))
+    ax.scatter([r["prompt_tokens_per_query"] for r in rows], [r["nDCG@10"] for r in rows])
+    for r in rows:
+        ax.annotate(r["reranker"], (r["prompt_tokens_per_query"], r["nDCG@10"]), fontsize=7,
+                    xytext=(3, 3), textcoords="offset points")
+    ax.axhline(real["BM25"]["nDCG@10"], color="grey", linestyle="--", label="BM25")
+    ax.set_xscale("log")
+    ax.set_xlabel("prompt tokens per query (log)")
+    ax.set_ylabel("nDCG@10")
+    ax.set_title(f"{real['model']}: {real['queries']} {real['split']} queries, k = {real['k']}", fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    OUT.mkdir(parents=True, exist_ok=True)
+    fig.savefig(OUT / "rerankers_cost.png", dpi=120)
+    plt.close(fig)
+
+
 def evaluate(run, qrels, rel: int = 2) -> dict:
     import ir_measures
     from ir_measures import P, nDCG
@@ -289,6 +415,20 @@ def write(results: dict) -> None:
         lines += [f"| {r['reranker']} | {r['calls']} | {r['prompt_tokens']} | {r['cached_prompt_tokens']} | "
                   f"{r['cached_share']} | {r['wall_s']} |" for r in ca["rows"]]
         lines.append("")
+    if "real" in results:
+        r_ = results["real"]
+        lines += [f"## Every reranker on {r_['model']}: {r_['queries']} Chorus {r_['split']} queries, "
+                  f"{r_['first_stage']} ({r_['note']})", "", f"BM25: {r_['BM25']}", "",
+                  "| reranker | queries at once | calls/query | prompt tokens/query | completion tokens/query | "
+                  "cached share | wall s/query | failures | fallbacks | nDCG@10 | P(rel=2)@5 |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['reranker']} | {r.get('queries_at_once', r_['queries'])} | {r['calls_per_query']:g} | "
+                  f"{r['prompt_tokens_per_query']} | "
+                  f"{r['completion_tokens_per_query']} | "
+                  f"{r['cached_share'] if r['cached_share'] is not None else '-'} | "
+                  f"{r['wall_s_per_query']} | {r['failures']} | {r['fallbacks']} | {r['nDCG@10']} | {r['P(rel=2)@5']} |"
+                  for r in r_["rows"]]
+        lines.append("")
     if "dev" in results:
         d = results["dev"]
         lines += [f"## Dev exploration: pointwise on {d['queries']} Chorus dev queries, {d['first_stage']}, "
@@ -307,16 +447,22 @@ def main() -> None:
     parser.add_argument("--dev-queries", type=int, default=10)
     parser.add_argument("--dev-templates", nargs="+", default=list(DEV_TEMPLATES), choices=DEV_TEMPLATES)
     parser.add_argument("--latency", type=float, nargs="+", default=[0.0, 0.25, 0.5, 1.0])
+    parser.add_argument("--model", default="0.5b", choices=["0.5b", "1.5b"], help="embedded model of the real section")
+    parser.add_argument("--k", type=int, default=20, help="top_k of the real section")
+    parser.add_argument("--rerankers", nargs="+", default=None, help="subset of the real section (names as listed)")
+    parser.add_argument("--sequential-queries", action="store_true",
+                        help="real section: rerank one query at a time (default: all at once, as superb run does)")
     args = parser.parse_args()
     os.environ.setdefault("SUPERB_DATA_MIRROR", str(ROOT.parent / "shared" / "data"))
     previous = OUT / "rerankers.json"
     results = json.loads(previous.read_text()) if previous.is_file() else {}
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    sections = {"counts": section_counts, "latency": section_latency, "cache": section_cache, "dev": section_dev}
+    sections = {"counts": section_counts, "latency": section_latency, "cache": section_cache, "real": section_real,
+                "dev": section_dev}
     for name in args.sections.split(","):
         if name not in sections:
             raise SystemExit(f"unknown section {name!r}; choose from {sorted(sections)}")
-        results[name] = sections[name](args, results) if name == "dev" else sections[name](args)
+        results[name] = sections[name](args, results) if name in ("dev", "real") else sections[name](args)
         write(results)
 
 

@@ -1,8 +1,9 @@
 """The `superb` command: run experiments, show and compare results, serve or check the LLM, judge.
 
-Exit codes: 0 done; 2 an error stopped the command (bad spec, missing data, an LLM endpoint that refuses every
-call); 3 (EXIT_LLM_FAILURES) `superb run` finished and wrote its results, but more LLM requests failed than
-``llm.max_failure_share`` allows (default 0: any failure), so some scores are fallbacks; 130 interrupted (Ctrl-C).
+Exit codes (superb.exit_codes): 0 done; 2 an error stopped the command (bad spec, missing data, an LLM endpoint that
+refuses every call); 3 (EXIT_LLM_FAILURES) `superb run` or `superb judge` finished and wrote its results, but more
+LLM requests failed than ``llm.max_failure_share`` allows (default 0: any failure), so some scores are fallbacks;
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import sys
 from pathlib import Path
 
 from superb.errors import SuperbError
-
-EXIT_LLM_FAILURES = 3
+from superb.exit_codes import EXIT_LLM_FAILURES, llm_exit_code  # noqa: F401 - EXIT_LLM_FAILURES: tests import it here
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,6 +84,7 @@ def _register_optional(sub, module: str) -> None:
 
 
 def _cmd_run(args) -> int:
+    from superb.atomic import check_replaceable
     from superb.experiment import run_experiment
     from superb.results import write_results
     from superb.spec import load_spec
@@ -92,6 +93,7 @@ def _cmd_run(args) -> int:
     out = args.out or Path(spec.output or Path("results") / spec.name)
     if args.shard is not None and args.out is None:
         out = out.with_name(out.name + args.shard.suffix)
+    check_replaceable(out)  # a folder superb may not replace is refused before the run, not after its LLM calls
     result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard)
     if args.dry_run:
         from superb.results import usage_frame
@@ -110,22 +112,8 @@ def _cmd_run(args) -> int:
 
 
 def _llm_exit_code(spec, result) -> int:
-    """Print the LLM request counts on stderr; EXIT_LLM_FAILURES when failures exceed llm.max_failure_share."""
-    totals = (result.llm_info or {}).get("usage_total")
-    if not totals:
-        return 0
-    from superb.llm import LLMConfig
-
-    calls, hits, failures = (int(totals.get(k, 0)) for k in ("calls", "cache_hits", "failures"))
-    print(f"superb: LLM requests: {calls + hits} ({calls} calls made, {hits} from the cache), {failures} failed",
-          file=sys.stderr)
-    excess = LLMConfig.from_spec(spec.llm or {}).failure_excess(failures, calls + hits)
-    if excess is None:
-        return 0
-    print(f"superb: {excess}. The results are written, but scores with fallbacks are not the method's; see the "
-          f"failures column. Fix the endpoint and run again (only the failed calls are repeated), or allow a share "
-          f"with llm.max_failure_share. Exit code {EXIT_LLM_FAILURES}.", file=sys.stderr)
-    return EXIT_LLM_FAILURES
+    """The LLM request counts on stderr; EXIT_LLM_FAILURES when failures exceed llm.max_failure_share."""
+    return llm_exit_code(spec.llm, (result.llm_info or {}).get("usage_total"))
 
 
 def _shard(text: str):

@@ -53,6 +53,21 @@ def check_topics(topics: pd.DataFrame) -> pd.DataFrame:
     return topics
 
 
+def check_evaluable(spec: Spec, topics: pd.DataFrame, qrels: pd.DataFrame, *, sharded: bool = False) -> None:
+    """Before any system runs: evaluation needs a selected query with labels, and a paired significance test (any
+    pipeline with a baseline or a compare) two of them; else a DataError now, not a crash after the LLM calls."""
+    judged = sorted(set(topics["qid"]) & set(qrels["qid"]))
+    tested = any(b is not None for b in spec.baselines.values()) or any(spec.comparisons.values())
+    need = 2 if tested else 1
+    if len(judged) >= need:
+        return
+    why = "a paired significance test (a baseline or compare) needs at least 2" if tested else "nothing to evaluate"
+    fix = "use fewer shards, so that each holds at least 2 labelled queries" if sharded else \
+        "select more queries in [queries]" + (", or set baseline = false on every pipeline" if tested else "")
+    raise DataError(f"{len(judged)} of the {len(topics)} selected queries have relevance labels "
+                    f"({', '.join(judged) or 'none'}): {why}; {fix}")
+
+
 def select_topics(dataset, queries: QueriesSpec) -> pd.DataFrame:
     """The spec's [queries] of a data set (qid, query): THE query selection of `superb run` and `superb judge`."""
     from superb.data.splits import select_queries
@@ -80,6 +95,7 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
         topics = shard.select(selection, spec.name)
     qrels = all_qrels = dataset.qrels()
     qrels = qrels[qrels["qid"].isin(set(topics["qid"]))].reset_index(drop=True)
+    check_evaluable(spec, topics, qrels, sharded=shard is not None)
     timings["load_data_s"] = time.perf_counter() - t0
 
     llm_info = responses = None

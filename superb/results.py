@@ -1,5 +1,8 @@
 """The results folder of an experiment: evaluation, significance table, runs, qrels, provenance, plots.
 
+The folder is replaced as a whole (superb.atomic): written beside it as ``.NAME.writing-PID``, then swapped in, so
+no file of an earlier run survives and an interrupted write leaves the earlier folder whole.
+
 Layout of ``results/NAME/``:
   table.md, table.csv      Table-4-style report (means per view, raw and corrected p-values, reject flags, the
                            family of each test and its size); head-to-head families in their own section
@@ -18,25 +21,20 @@ Layout of ``results/NAME/``:
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from superb.atomic import replacing
 from superb.errors import DataError
 from superb.experiment import ExperimentResult
 from superb.llm.ship import ship_responses
+from superb.spec import check_file_names, file_name
 
 USAGE_COLUMNS = ("calls", "cache_hits", "coalesced", "failures", "retries", "prompt_tokens", "completion_tokens",
                  "saved_prompt_tokens", "server_cached_tokens")
-
-
-def file_name(system: str) -> str:
-    """A file-system-safe, readable name for a system ("BM25 >> pointwise" -> "BM25__pointwise")."""
-    name = re.sub(r"\s*>>\s*", "__", system.strip())
-    return re.sub(r"[^A-Za-z0-9_.+@=-]+", "_", name).strip("_") or "system"
 
 
 @dataclass
@@ -119,9 +117,19 @@ def _cost(price: dict[str, float] | None, prompt_tokens: int, completion_tokens:
 
 
 def write_results(result: ExperimentResult, out_dir: Path) -> Path:
+    """Evaluate ``result`` and write its results folder ``out_dir``, replacing any earlier one as a whole
+    (superb.atomic: written beside it, then swapped in), so no file of an earlier run survives and a failed or
+    interrupted write leaves the earlier folder as it was. Systems whose names map to one file are refused first."""
     out_dir = Path(out_dir)
-    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
+    check_file_names(list(result.pipelines))
     ev = evaluate(result)
+    with replacing(out_dir) as tmp:
+        _write_folder(result, ev, tmp)
+    return out_dir
+
+
+def _write_folder(result: ExperimentResult, ev: Evaluation, out_dir: Path) -> None:
+    (out_dir / "runs").mkdir()
     usage = usage_frame(result)
     write_table(result, ev, usage, out_dir)
     usage.to_csv(out_dir / "usage.csv", index=False)
@@ -136,7 +144,6 @@ def write_results(result: ExperimentResult, out_dir: Path) -> Path:
     result.topics[["qid", "query"]].to_csv(out_dir / "topics.tsv", sep="\t", header=False, index=False)
     _plots(result, ev, usage, out_dir)
     folder_complete(result, out_dir, systems)
-    return out_dir
 
 
 def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:

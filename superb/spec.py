@@ -1,10 +1,13 @@
 """Experiment specs: a TOML file read into plain, checked values.
 
 Only the shape common to every experiment is checked here (top-level keys, queries, evaluation, pipelines and their
-baselines). The tables handed to other layers -- ``[dataset]`` to :func:`superb.data.load_dataset`, ``[llm]`` to
-``LLMConfig.from_spec``, ``first_stage`` to :func:`superb.pipelines.from_spec`, each ``rerank`` entry to
-:func:`superb.transformers.build_reranker` -- are checked by those layers, with the same key-path error messages.
-Unknown keys are always rejected, never dropped.
+baselines), plus what would otherwise fail after the LLM calls: every measure is parsed and computed once on a tiny
+judged query (:func:`check_measures`) and system names that would write one file are refused
+(:func:`check_file_names`). The tables handed to other layers -- ``[dataset]`` to
+:func:`superb.data.load_dataset`, ``[llm]`` to ``LLMConfig.from_spec``, ``first_stage`` to
+:func:`superb.pipelines.from_spec`, each ``rerank`` entry to :func:`superb.transformers.build_reranker` -- are checked
+by those layers, with the same key-path error messages, all before the first LLM call (superb.experiment builds every
+system before it runs any). Unknown keys are always rejected, never dropped.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ class PipelineSpec:
         return any(r.get("type") not in _NON_LLM_TYPES for r in self.rerank)
 
 
-_NON_LLM_TYPES = {"shuffle", "random", "biencoder"}
+_NON_LLM_TYPES = {"shuffle", "random", "biencoder", "fuse"}
 
 
 @dataclass(frozen=True)
@@ -167,10 +170,28 @@ def _parse_evaluation(table: Any) -> EvaluationSpec:
     if not views or len(set(views)) != len(views) or not all(v in VIEW_KINDS for v in views):
         raise SpecError(f"{path}.views", f"expected a non-empty list of distinct views from {list(VIEW_KINDS)}, "
                                          f"got {views!r}")
+    rel = typed(table, "rel", int, path, default=None)
+    check_measures(measures, rel, views, path)
     return EvaluationSpec(
-        measures=tuple(measures), rel=typed(table, "rel", int, path, default=None), test=test, correction=correction,
+        measures=tuple(measures), rel=rel, test=test, correction=correction,
         alpha=float(alpha), views=tuple(views), n_resamples=n_resamples,
     )
+
+
+def check_measures(names: list[str], rel: int | None, views: Iterable[str], path: str = "evaluation") -> None:
+    """Every measure parsed and computed once (on a tiny judged query) under every view, so that a measure that
+    would fail evaluation (a typo such as nDCG@l0, P@0, which aborts pytrec_eval, a measure no installed provider
+    computes, or one with no condensed form under views = ["condensed"]) is a SpecError when the spec is read:
+    before any data is loaded or LLM call made, and under --dry-run. The data set's own threshold is not known yet;
+    ``rel`` only decides which label the probe counts as relevant."""
+    from superb.eval.evaluate import VIEW_KINDS, View
+    from superb.eval.measures import check_computable, parse_measures
+
+    measures = parse_measures(names, rel=rel, path=f"{path}.measures")
+    for view in views:
+        if VIEW_KINDS[view]:  # judged_only: the measures' condensed forms
+            condensed = View(view, None, True).measures(measures)  # SpecError at evaluation.views if one has none
+            check_computable(condensed, names, f"{path}.measures", where=f" under the {view} view")
 
 
 def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
@@ -211,6 +232,7 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
             raise SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got {compare!r}")
         seen[name] = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
                                   baseline=baseline, compare=tuple(compare))
+    check_file_names([p.name for p in seen.values()], [f"{p.path}.name" for p in seen.values()])
     for p in seen.values():
         if p.baseline is not None and p.baseline not in seen:
             raise SpecError(f"{p.path}.baseline", f"{p.baseline!r} names no pipeline; known: {sorted(seen)}")
@@ -222,6 +244,32 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
             if other == p.baseline:
                 raise SpecError(f"{p.path}.compare", f"{other!r} is already this pipeline's baseline")
     return tuple(seen.values())
+
+
+def file_name(system: str) -> str:
+    """A file-system-safe, readable name for a system ("BM25 >> pointwise" -> "BM25__pointwise"): its run file is
+    runs/NAME.run and its gain plot gain_NAME.png in the results folder."""
+    name = re.sub(r"\s*>>\s*", "__", system.strip())
+    return re.sub(r"[^A-Za-z0-9_.+@=-]+", "_", name).strip("_") or "system"
+
+
+def check_file_names(names: list[str], paths: list[str] | None = None) -> None:
+    """Refuse system names that would write the same files ("BM25 >> S" and "BM25__S" both write runs/BM25__S.run),
+    also when only the case differs: on macOS and Windows file systems "bm25" and "BM25" are one file. ``paths``:
+    each name's key path for the message."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        key = file_name(name).lower()
+        if key in first:
+            j = first[key]
+            files = sorted({f"runs/{file_name(n)}.run" for n in (names[j], name)})
+            same = "the same file" if len(files) == 1 else "one file where case is ignored (macOS, Windows)"
+            other = f"{names[j]!r} ({paths[j]})" if paths else repr(names[j])
+            raise SpecError(paths[i] if paths else "systems", f"{name!r} and {other} would write {same}: "
+                                      f"{' and '.join(files)} (and the gain plot); a name maps to its file name with "
+                                      "' >> ' as '__' and characters other than letters, digits and _ . + @ = - as "
+                                      "'_'. Rename one of them")
+        first[key] = i
 
 
 def _parse_baseline(table: dict, path: str, source: str | None) -> str | None:

@@ -4,13 +4,16 @@ this machine)."""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from fakeserver import Reply
 from superb.llm import LLMClient, LLMConfig, Usage
 
 # read at collection, before any test points SUPERB_HOME at a tmp dir: the real-model tests reuse the shared,
@@ -81,3 +84,39 @@ def small_model_on_chorus(monkeypatch, query: str, depth: int, n_ctx: int):
     with EmbeddedServer(model, alias=MODELS["0.5b"].alias, n_ctx=n_ctx) as srv, \
             LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None) as llm:
         yield ds, run, llm
+
+
+# ---- lettered prompts (pairwise_prob, setwise, listwise by likelihood): a fake model reading label probabilities ---
+
+_LETTERED = re.compile(r"^Product ([A-T]): <<< (.*) >>>$", re.M)
+
+
+def lettered(req: dict) -> list[tuple[str, str]]:
+    """The (letter, product text) pairs a request shows as "Product X: <<< text >>>" lines, in order."""
+    return _LETTERED.findall(prompt_of(req))
+
+
+def relevance_responder(relevance, *, bias: float = 0.0, mass: float = 0.9, logprobs: bool = True, top_n: int = 20):
+    """A fake model over lettered prompts: P(letter) = softmax(relevance[text] + ``bias`` for the first-shown product),
+    times ``mass`` (the rest on the token "The"); the reply text is the most probable letter. Only the ``top_n`` most
+    probable tokens are returned (as the API does), so with many products some letters are absent. Without
+    ``logprobs`` the reply is the letter alone. ``relevance`` is a dict or a function of the product text."""
+    score = relevance if callable(relevance) else relevance.__getitem__
+
+    def responder(req: dict) -> Reply:
+        shown = lettered(req)
+        logits = [score(text) + (bias if k == 0 else 0.0) for k, (_, text) in enumerate(shown)]
+        top = max(logits)
+        weights = [math.exp(x - top) for x in logits]
+        total = sum(weights)
+        probs = {letter: mass * w / total for (letter, _), w in zip(shown, weights)}
+        if mass < 1.0:
+            probs["The"] = 1.0 - mass
+        best = max(probs, key=probs.get)
+        if not logprobs:
+            return Reply(best)
+        kept = dict(sorted(probs.items(), key=lambda kv: -kv[1])[:top_n])
+        alts = {t: math.log(p) if p > 0 else -1e4 for t, p in kept.items()}
+        return Reply(best, ((best, alts[best], alts),))
+
+    return responder

@@ -118,3 +118,50 @@ def test_a_corrupt_cache_stops_before_any_call_naming_the_file(data, capsys):
         calls = srv.requests
     assert code == 2 and calls == 0
     assert f"superb: error: the LLM response cache {cache} is corrupt" in err and f"mv {cache} {cache}.corrupt" in err
+
+
+def judge_spec(folder, url: str, **llm) -> str:
+    """A judge spec: one pointwise judge on the 5 labelled pairs of the local data set."""
+    settings = {"model": "fake-model", "base_urls": [url], "cache": "off", "concurrency": 1, "max_retries": 0,
+                "backoff_s": 0.01, **llm}
+    table = "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
+    path = folder / "judge.toml"
+    path.write_text(f"""
+name = "judge_exit_codes"
+[dataset]
+name = "local"
+docs = "{folder / 'docs.jsonl'}"
+queries = "{folder / 'queries.tsv'}"
+qrels = "{folder / 'qrels.txt'}"
+labels = [0, 1, 2, 3]
+rel_threshold = 2
+[llm]
+{table}
+[judge]
+fields = ["title"]
+[[judge.variants]]
+type = "pointwise"
+""")
+    return str(path)
+
+
+def grade(request: dict) -> Reply:
+    return Reply("2", (("2", math.log(0.9), {"2": math.log(0.9), "1": math.log(0.1)}),))
+
+
+@pytest.mark.parametrize("share, expected", [(0.0, EXIT_LLM_FAILURES), (0.25, 0)])
+def test_judge_exits_3_on_failed_calls_with_the_counts_on_stderr(data, capsys, share, expected):
+    with FakeServer(responder=grade, faults=[None, Fault.error(500)]) as srv:
+        code = main(["judge", judge_spec(data, srv.base_url, max_failure_share=share), "--out", str(data / "out")])
+        calls = srv.requests
+    err = capsys.readouterr().err
+    assert calls == 5 and code == expected
+    assert "superb: LLM requests: 5 (5 calls made, 0 from the cache), 1 failed" in err
+    assert ("Exit code 3" in err) == (expected == EXIT_LLM_FAILURES)
+    assert (data / "out" / "agreement.md").is_file()  # the results are written either way
+
+
+def test_judge_without_failures_exits_0(data, capsys):
+    with FakeServer(responder=grade) as srv:
+        code = main(["judge", judge_spec(data, srv.base_url), "--out", str(data / "out")])
+    assert code == 0 and "5 (5 calls made, 0 from the cache), 0 failed" in capsys.readouterr().err

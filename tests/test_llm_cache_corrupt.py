@@ -10,6 +10,7 @@ import pytest
 from fakeserver import FakeServer
 from superb.errors import LLMError
 from superb.llm import ChatRequest, Completion, LLMConfig, ResponseCache, open_llm
+from superb.llm.cache import corrupt_cache_error
 
 
 def filled(path, n: int = 400) -> bytes:
@@ -85,3 +86,58 @@ def test_an_empty_file_is_a_new_cache(tmp_path):
     path.write_bytes(b"")
     with ResponseCache(path) as cache:
         assert len(cache) == 0
+
+
+def damaged_while_open(path, n: int = 400) -> ResponseCache:
+    """A cache opened (the checks at open pass) and then cut to a third of its size on disk, as a failing disk or
+    another program could do mid-run; the open connection has read only the first pages."""
+    filled(path, n)
+    cache = ResponseCache(path)
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size // 3)
+    return cache
+
+
+def requests(n: int) -> list:
+    return [ChatRequest.chat(None, f"question {i} " + "x" * 300) for i in range(n)]
+
+
+def test_a_cache_damaged_mid_run_fails_a_lookup_with_the_error_given_at_open(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    cache = damaged_while_open(path)
+    try:
+        with pytest.raises(LLMError) as info:
+            for request in requests(400):  # rows on the pages cut off cannot be read
+                cache.get("m", request)
+    finally:
+        cache.close()
+    assert str(info.value) == str(corrupt_cache_error(path, "database disk image is malformed"))
+
+
+def test_a_cache_damaged_mid_run_fails_a_store_with_the_error_given_at_open(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    cache = damaged_while_open(path)
+    try:
+        with pytest.raises(LLMError) as info:
+            for i in range(400):  # a new key lands on a cut-off page soon
+                cache.put("m", ChatRequest.chat(None, f"new question {i}"), Completion(text="new"))
+    finally:
+        cache.close()
+    assert str(info.value) == str(corrupt_cache_error(path, "database disk image is malformed"))
+
+
+def test_a_run_whose_cache_is_damaged_mid_run_stops_with_the_named_error(tmp_path):
+    """Through the client, as a reranker calls it: the first answers are served, then the cache is damaged on disk
+    and the next request stops the run with the corrupt-cache error, not a raw sqlite3 traceback."""
+    path = tmp_path / "cache.sqlite"
+    filled(path)
+    with FakeServer() as srv:
+        config = LLMConfig(model="m", base_urls=(srv.base_url,), cache_path=str(path))
+        with open_llm(config) as llm:
+            assert llm.complete(requests(1)[0]).from_cache
+            with open(path, "r+b") as handle:
+                handle.truncate(path.stat().st_size // 3)
+            with pytest.raises(LLMError, match=rf"the LLM response cache {path} is corrupt .*mv {path} "):
+                for request in requests(400):
+                    llm.complete(request)
+        assert srv.requests == 0

@@ -103,7 +103,9 @@ def test_first_distribution_skips_positions_without_answers():
 
 # ---- letter labels (pairwise, setwise, listwise by likelihood) -----------------------------------------------------
 
-from superb.llm.parsing import LETTERS, first_letter_distribution, letter_distribution, letter_of, parse_letter  # noqa: E402
+from superb.llm.parsing import (  # noqa: E402
+    LETTERS, first_letter_distribution, letter_distribution, letter_of, parse_letter,
+)
 
 
 def test_letter_token_variants_read_as_the_letter():

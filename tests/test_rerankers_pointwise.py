@@ -200,3 +200,57 @@ def test_deliberated_stated_confidence_and_failed_attributes():
     # C: 3 + 0 = 3.0; A: 2 + 0.45; B: 2 + 0.2
     assert order(out, "q") == ["q-d1", "q-d2", "q-d0"]
     assert rr.stats["fallback_attributes_failed"] == 1 and rr.stats["confidence_missing"] == 1
+
+
+# ---- deliberated: the redesigned label prompts (label = "yesno" | "checklist") ------------------------------------
+
+def test_deliberated_yesno_label_scores_p_yes_against_the_attributes():
+    p_yes = {"steel bottle": 0.8, "bottle brush": 0.3, "usb cable": 0.05}
+
+    def responder(r):
+        p = prompt_of(r)
+        if "Product:" not in p:
+            return Reply("- holds water\n- leak-proof")
+        y = p_yes[product_of(r)]
+        return lp({"yes": y * 0.9, "no": (1 - y) * 0.9, "Yes": 0.0001, "The": 0.0999})
+
+    with FakeServer(responder=responder) as srv, client(srv) as llm:
+        rr = DeliberatedReranker(llm, label="yesno", top_k=10)
+        out = rr(frame("q", "water bottle", ["usb cable", "bottle brush", "steel bottle"]))
+        label_prompt = prompt_of(srv.received[-1])
+    assert order(out, "q") == ["q-d2", "q-d1", "q-d0"]
+    # P(yes) renormalised over yes/no ("Yes" counts as yes): steel (0.72 + 0.0001) / (0.9 + 0.0001)
+    assert dict(zip(out.docno, out.llm_score))["q-d2"] == pytest.approx(0.7201 / 0.9001)
+    assert "AND has the ideal attributes" in label_prompt and label_prompt.rstrip().endswith("Answer:")
+    assert label_prompt.index("- leak-proof") < label_prompt.index("Product: <<<")
+    assert rr.stats["calls"] == 4 and rr.stats["fallback_parsed_label"] == 0
+
+
+def test_deliberated_checklist_label_scores_the_expected_grade_with_fallbacks():
+    answers = {"A": lp({"3": 0.5, "2": 0.5}), "B": lp({"1": 0.9, "0": 0.1}), "C": Reply("Grade: 2"),
+               "D": Reply("unsure")}
+
+    def responder(r):
+        if "Product:" not in prompt_of(r):
+            return Reply("- lightweight\n- waterproof")
+        return answers[product_of(r)]
+
+    with FakeServer(responder=responder) as srv, client(srv) as llm:
+        rr = DeliberatedReranker(llm, label="checklist", top_k=10)
+        out = rr(frame("q", "tent", ["D", "C", "B", "A"]))
+        assert "Checklist:\n- lightweight" in prompt_of(srv.received[-1])
+    scores = dict(zip(out.docno, out.llm_score))
+    # A: E = 2.5 -> 0.833; C: parsed 2 -> 0.667; B: E = 0.9 -> 0.3; D: unparsed -> 0
+    assert scores == pytest.approx({"q-d3": 2.5 / 3, "q-d1": 2 / 3, "q-d2": 0.3, "q-d0": 0.0})
+    assert rr.stats["fallback_parsed_label"] == 1 and rr.stats["fallback_unparsed"] == 1
+
+
+def test_deliberated_label_options_are_checked():
+    with FakeServer() as srv, client(srv) as llm:
+        ctx = BuildContext(dataset=FakeDataset(), llm=llm)
+        rr = build_reranker({"type": "deliberated", "label": "checklist", "fields": ["title"]}, context=ctx, path="r")
+        assert rr.label == "checklist" and rr.label_template.name == "deliberated_checklist"
+        with pytest.raises(SpecError, match=r"r\.label.*grade"):
+            build_reranker({"type": "deliberated", "label": "rubric"}, context=ctx, path="r")
+        with pytest.raises(SpecError, match=r"stated.*only applies to label \"grade\""):
+            build_reranker({"type": "deliberated", "label": "yesno", "confidence": "stated"}, context=ctx, path="r")

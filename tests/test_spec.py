@@ -65,6 +65,12 @@ def test_baseline_false_disables_comparison():
     (lambda r: r["pipelines"][1].update(name="BM25"), "pipelines[1].name", "unique"),
     (lambda r: r["pipelines"][0].update(baseline="BM25"), "pipelines[0].baseline", "its own baseline"),
     (lambda r: r.update(name="../x"), "name", "plain name"),
+    (lambda r: r.update(evaluation={"measures": ["nDCG@10", "P@0"]}), "evaluation.measures[1]", "cut-off 0"),
+    (lambda r: r.update(evaluation={"measures": ["nDCG@l0"]}), "evaluation.measures[0]", "cannot parse"),
+    (lambda r: r.update(evaluation={"measures": ["alpha_nDCG@5"]}), "evaluation.measures[0]", "cannot be computed"),
+    (lambda r: r.update(evaluation={"measures": ["Judged@10"], "views": ["condensed"]}), "evaluation.views",
+     "condensed lists"),
+    (lambda r: r["pipelines"][1].update(name="bm25"), "pipelines[1].name", "one file where case is ignored"),
 ])
 def test_errors_name_the_key_path(mutate, path, words):
     raw = _spec()

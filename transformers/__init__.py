@@ -7,6 +7,8 @@ Everything is imported lazily: ``import superb.transformers`` loads no model cli
 - ``ProductText``: product fields rendered for prompts within a token budget.
 - ``PointwiseReranker``, ``DeliberatedReranker``, ``ListwiseReranker``, ``SlidingWindowReranker``, ``Shuffle``,
   ``RandomReranker``; ``parse_permutation`` (listwise output parsing, pure).
+- ``PairwiseProbReranker``, ``SetwiseReranker`` (label probabilities, for small models) and ``Fuse`` (weighted
+  min-max fusion of the stages' score columns).
 """
 
 from importlib import import_module
@@ -17,14 +19,17 @@ _EXPORTS = {
     "RERANKERS": "registry",
     "LLMReranker": "base",
     "Candidates": "base",
-    "ProductText": "text",
+    "ProductText": "superb.llm.text",
     "PointwiseReranker": "pointwise",
     "DeliberatedReranker": "deliberated",
     "ListwiseReranker": "listwise",
     "SlidingWindowReranker": "sliding",
     "Shuffle": "controls",
     "RandomReranker": "controls",
-    "parse_permutation": "parsing",
+    "parse_permutation": "superb.llm.parsing",
+    "PairwiseProbReranker": "pairwise_prob",
+    "SetwiseReranker": "setwise",
+    "Fuse": "fuse",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -32,7 +37,8 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        value = getattr(import_module(f"superb.transformers.{_EXPORTS[name]}"), name)
+        module = _EXPORTS[name]  # a module of this package, or a full dotted path (helpers that live in superb.llm)
+        value = getattr(import_module(module if "." in module else f"superb.transformers.{module}"), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'superb.transformers' has no attribute {name!r}")

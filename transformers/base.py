@@ -15,7 +15,10 @@ The base does the rest: input validation (qid, query, docno, score; rank optiona
 prior order); product text (``ProductText``, or else a ``text`` column of the input, whitespace-collapsed); the
 empty frame (right columns, no calls); reranking only the top ``top_k`` of each query (the rest stays below, in its
 prior order); output docnos == input docnos per query; the rank-derived output ``score`` (n - position, so it agrees
-with ``rank``) and the raw reranker score in ``llm_score`` (NaN below top_k); ranks via ``pt.model.add_ranks``;
+with ``rank``) and the raw reranker score in ``llm_score`` AND in the stage's own column ``<type>_score`` (e.g.
+``pointwise_score``, ``biencoder_score``; NaN below top_k), so that a later stage's rewrite of ``score`` and
+``llm_score`` loses nothing; the input's ``score`` is kept as ``first_stage_score`` by the first stage that reranks
+(a later stage leaves it alone); ``fuse`` combines these columns; ranks via ``pt.model.add_ranks``;
 per-query concurrency (one coroutine per query, run together by ``superb.llm.runner.run_all``) with a tqdm progress
 bar on stderr (labelled with ``label``, which the experiment runner sets to the pipeline's name, else the tag; unit
 "query", ETA) from two queries up; ``SUPERB_PROGRESS=0`` turns it off. The bar is shown whether or not stderr is a
@@ -44,6 +47,7 @@ except ImportError:  # pragma: no cover - python-terrier is in the core dependen
     _TransformerBase = object
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
+FIRST_STAGE_SCORE = "first_stage_score"  # the retrieval score, kept through reranking stages (see the docstring)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,11 @@ class LLMReranker(_TransformerBase):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(top_k={self.top_k}, text={self.text!r})"
 
+    @property
+    def score_column(self) -> str:
+        """This stage's raw-score column (``<type>_score``), which later stages keep and ``fuse`` reads."""
+        return f"{self.type_name}_score"
+
     # ---- the subclass hook -------------------------------------------------------------------------------------
     async def score(self, cands: Candidates) -> Sequence[float]:
         raise NotImplementedError(f"{type(self).__name__} must implement `async def score(self, cands)`")
@@ -131,7 +140,9 @@ class LLMReranker(_TransformerBase):
         pt.validate.columns(inp, includes=list(REQUIRED_COLUMNS), context=self)
         if len(inp) == 0:
             out = inp.copy()
-            out["llm_score"] = pd.Series(index=out.index, dtype="float64")
+            for column in ("llm_score", self.score_column, FIRST_STAGE_SCORE):
+                if column not in out.columns:
+                    out[column] = pd.Series(index=out.index, dtype="float64")
             return pt.model.add_ranks(out)
         if self.needs_text and self.text is None and "text" not in inp.columns:
             raise ValueError(
@@ -185,16 +196,20 @@ class LLMReranker(_TransformerBase):
         self.stats["nonfinite_scores"] += len(bad)
         return scores
 
-    @staticmethod
-    def _assemble(group: pd.DataFrame, k: int, scores: list[float] | None) -> pd.DataFrame:
+    def _assemble(self, group: pd.DataFrame, k: int, scores: list[float] | None) -> pd.DataFrame:
+        if FIRST_STAGE_SCORE not in group.columns:
+            group = group.assign(**{FIRST_STAGE_SCORE: group["score"].astype("float64")})
         if scores is None:  # pending (batch export): prior order, marked, not reranked by later stages either
             out = group.copy()
             out["llm_score"] = np.nan
+            out[self.score_column] = np.nan
             out["pending"] = True
             out["score"] = np.arange(len(out), 0, -1, dtype="float64")
             return out
         head, tail = group.iloc[:k].copy(), group.iloc[k:].copy()
         head["llm_score"] = scores
+        head[self.score_column] = scores
+        tail[self.score_column] = np.nan
         # best first; a stable sort keeps the first-stage order among equal scores
         order = sorted(range(k), key=lambda i: -scores[i])
         head = head.iloc[order]

@@ -2,7 +2,8 @@
 
 - ``Shuffle(seed, top_k=None)``: permutes each query's list (only its top ``top_k`` when given, so that a reranker
   with the same top_k sees the same candidates in another order; the rest stays below). The permuted order becomes
-  the input order of what follows: ``score`` is rewritten to n - position and ``rank`` follows. Used for the
+  the input order of what follows: ``score`` is rewritten to n - position and ``rank`` follows (the input score is kept
+  as ``first_stage_score``, as a reranker keeps it). Used for the
   order-sensitivity study (SUPERB: listwise reranking suffers badly from a shuffled input).
 - ``RandomReranker(seed, top_k=20)``: an LLMReranker that scores the top_k at random: the floor any reranker must
   beat.
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from superb.transformers.base import (
+    FIRST_STAGE_SCORE,
     Candidates,
     LLMReranker,
     Opt,
@@ -79,6 +81,8 @@ class Shuffle(_TransformerBase):
         for qid, group in inp.groupby("qid", sort=False):
             group = LLMReranker._prior_order(group)
             k = len(group) if self.top_k is None else min(self.top_k, len(group))
+            if FIRST_STAGE_SCORE not in group.columns:  # the retrieval score survives the rewrite below
+                group = group.assign(**{FIRST_STAGE_SCORE: group["score"].astype("float64")})
             perm = query_rng(self.seed, qid).permutation(k)
             out = pd.concat([group.iloc[perm], group.iloc[k:]])
             out["score"] = np.arange(len(out), 0, -1, dtype="float64")

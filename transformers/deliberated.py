@@ -7,8 +7,16 @@ stripped, empty lines dropped) live in superb.llm.ideal, shared with the deliber
 serves both. Then every product gets one call that grades it 0..3 against those attributes (``deliberated_label``:
 instructions, query, attributes, then the product, so the prompt cache reuses everything but the product).
 
-Score = grade + confidence / 2, so the grade decides and the confidence only orders products within a grade;
-ties that remain keep the first-stage order. ``confidence``:
+``label`` chooses the second step's question (the attributes step is the same for all):
+
+- ``"grade"`` (default, SUPERB): ``deliberated_label``, a 0..3 grade against the attributes, scored as below.
+- ``"yesno"``: ``deliberated_yesno``, "is it ITSELF what was searched for AND does it have the ideal attributes?";
+  score = P(yes) renormalised over yes/no (``fallback_parsed_label`` / ``fallback_unparsed`` as for pointwise).
+- ``"checklist"``: ``deliberated_checklist``, the attributes shown as a checklist and a 0..3 grade of how many items
+  the product meets; score = the expected grade under the label probabilities / 3 (as pointwise "best").
+
+For ``label = "grade"``: score = grade + confidence / 2, so the grade decides and the confidence only orders products
+within a grade; ties that remain keep the first-stage order. ``confidence`` (only with ``label = "grade"``):
 
 - ``"logprobs"`` (default): grade = the most probable of "0".."3" at the first generated position offering them,
   confidence = its renormalised probability. Without logprobs: the grade parsed from the text, confidence 0
@@ -40,41 +48,53 @@ from superb.transformers.base import (
     require_llm,
     spec_error,
 )
-from superb.llm.parsing import LABEL_TOKENS, first_distribution, parse_confidence, parse_label
+from superb.llm.parsing import (
+    LABEL_TOKENS, YES_NO_TOKENS, first_distribution, parse_confidence, parse_label, parse_yes_no,
+)
 
 CONFIDENCE_MODES = ("logprobs", "stated")
+LABELS = {"grade": "deliberated_label", "yesno": "deliberated_yesno", "checklist": "deliberated_checklist"}
 
 
 class DeliberatedReranker(LLMReranker):
     type_name = "deliberated"
 
-    def __init__(self, llm: Any, *, confidence: str = "logprobs", attribute_tokens: int = 160, **kw: Any):
+    def __init__(self, llm: Any, *, confidence: str = "logprobs", attribute_tokens: int = 160, label: str = "grade",
+                 **kw: Any):
         super().__init__(llm, **kw)
         if confidence not in CONFIDENCE_MODES:
             raise ValueError(f"DeliberatedReranker: confidence must be one of {list(CONFIDENCE_MODES)}, "
                              f"got {confidence!r}")
+        if label not in LABELS:
+            raise ValueError(f"DeliberatedReranker: label must be one of {list(LABELS)}, got {label!r}")
+        if confidence == "stated" and label != "grade":
+            raise ValueError(f"DeliberatedReranker: confidence \"stated\" asks for a written grade and confidence; "
+                             f"it only applies to label \"grade\", not {label!r}")
         from superb.llm.prompts import load_template
 
         self.confidence = confidence
+        self.label = label
         self.attribute_tokens = int(attribute_tokens)
         self.attributes_template = load_template("deliberated_attributes")
         self.label_template = load_template(
-            "deliberated_label" if confidence == "logprobs" else "deliberated_label_confidence")
+            "deliberated_label_confidence" if confidence == "stated" else LABELS[label])
         self.attributes: dict[str, str] = {}  # query text -> generated ideal-product attributes
         self._pending: dict[str, asyncio.Future] = {}
 
     def __repr__(self) -> str:
-        return f"DeliberatedReranker(confidence={self.confidence!r}, top_k={self.top_k}, text={self.text!r})"
+        return (f"DeliberatedReranker(label={self.label!r}, confidence={self.confidence!r}, top_k={self.top_k}, "
+                f"text={self.text!r})")
 
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "DeliberatedReranker":
         schema = dict(COMMON_OPTIONS)
         schema.update(confidence=Opt("logprobs", one_of(*CONFIDENCE_MODES)),
-                      attribute_tokens=Opt(160, positive_int))
+                      attribute_tokens=Opt(160, positive_int), label=Opt("grade", one_of(*LABELS)))
         opts = read_options(options, path, schema)
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       confidence=opts["confidence"], attribute_tokens=opts["attribute_tokens"], tag=path)
+                       confidence=opts["confidence"], attribute_tokens=opts["attribute_tokens"], label=opts["label"],
+                       tag=path)
         except ValueError as e:
             raise spec_error(path, e) from e
 
@@ -114,7 +134,30 @@ class DeliberatedReranker(LLMReranker):
         attributes = await self.ideal_attributes(cands.query)
         comps = await asyncio.gather(*(self.complete(self.label_request(cands.query, attributes, t))
                                        for t in cands.texts))
+        if self.label != "grade":
+            return [self.read_probability(c) for c in comps]
         return [label + confidence / 2.0 for label, confidence in map(self.read, comps)]
+
+    def read_probability(self, comp: Completion) -> float:
+        """label "yesno": P(yes); label "checklist": expected grade / 3 (both in [0, 1]), with counted fallbacks."""
+        if comp.failed:
+            self.stats["fallback_failed_call"] += 1
+            return 0.0
+        vocab = YES_NO_TOKENS if self.label == "yesno" else LABEL_TOKENS
+        dist, _ = first_distribution(comp.logprobs, vocab)
+        if dist is not None:
+            return dist.get(True, 0.0) if self.label == "yesno" else sum(g * p for g, p in dist.items()) / 3.0
+        if self.label == "yesno":
+            answer = parse_yes_no(comp.text)
+            value = None if answer is None else float(answer)
+        else:
+            grade = parse_label(comp.text)
+            value = None if grade is None else grade / 3.0
+        if value is None:
+            self.stats["fallback_unparsed"] += 1
+            return 0.0
+        self.stats["fallback_parsed_label"] += 1
+        return value
 
     def read(self, comp: Completion) -> tuple[int, float]:
         """(grade, confidence) of one completion, with counted fallbacks."""

@@ -1,54 +1,70 @@
-"""Listwise LLM reranking (RankGPT style): the model reorders the top_k in one call.
+"""Listwise LLM reranking: the top_k ordered as one window by a window ranker (``window.py``).
 
-The candidates are shown as "[1] text", "[2] text", ... in first-stage order (template ``listwise_rankgpt``: the
-instructions and the query first, then the products, then the query again and the answer format). The model answers
-with an order like "[3] > [1] > [2]"; ``parse_permutation`` reads it and repairs it (duplicates and unknown ids
-ignored, missing ids appended in their prior order), and every repair is counted in ``stats`` as ``repair_<kind>``.
-A failed call keeps the window's prior order (``fallback_failed_call``).
+``method = "generation"`` (default, RankGPT style): the candidates are shown as "[1] text", "[2] text", ... in
+first-stage order (template ``listwise_rankgpt``) and the model writes an order like "[3] > [1] > [2]";
+``parse_permutation`` repairs it (duplicates and unknown ids ignored, missing ids appended in their prior order) and
+every repair is counted as ``repair_<kind>``. ``method = "likelihood"`` (zero-shot FIRST): one label request, the
+window ordered by the probability of each product's letter being the first identifier written (at most 20 products
+per window). ``shuffles = m`` (>= 1) ranks m seeded shuffles of the window and orders by mean rank (permutation
+self-consistency, m calls). A failed call keeps the window's prior order (``fallback_failed_call``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from superb.llm.types import ChatRequest
+from superb.errors import SpecError
 from superb.transformers.base import (
     COMMON_OPTIONS,
     Candidates,
     LLMReranker,
     Opt,
+    non_negative_int,
+    one_of,
     product_text,
     read_options,
     require_llm,
     scores_from_order,
     spec_error,
 )
-from superb.llm.parsing import parse_permutation
-
-TOKENS_PER_ID = 5  # "[12] > " is about 5 tokens: the generation budget per candidate
+from superb.transformers.window import MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
 
 
 class ListwiseReranker(LLMReranker):
     type_name = "listwise"
-    template_name = "listwise_rankgpt"
 
-    def __init__(self, llm: Any, **kw: Any):
+    def __init__(self, llm: Any, *, method: str = "generation", shuffles: int = 0, seed: int = 0, **kw: Any):
         super().__init__(llm, **kw)
-        from superb.llm.prompts import load_template
+        self.ranker = window_ranker(method, shuffles, seed)
+        self.method = method
+        size = self.window_size()
+        if method == "likelihood" and (size is None or size > MAX_LIKELIHOOD_WINDOW):
+            raise ValueError(f"{type(self).__name__}: method \"likelihood\" ranks at most {MAX_LIKELIHOOD_WINDOW} "
+                             f"products per window (single-letter ids, top_logprobs <= 20), got {size or 'all'}; "
+                             "use a smaller top_k, or type \"sliding\" with window <= 20")
 
-        self.template = load_template(self.template_name)
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(ranker={self.ranker!r}, top_k={self.top_k}, text={self.text!r})"
+
+    def window_size(self) -> int | None:
+        """The most products one call ranks (None: all of a query's list)."""
+        return self.top_k
 
     @classmethod
-    def spec_schema(cls) -> dict[str, Opt]:
-        return dict(COMMON_OPTIONS)
+    def spec_schema(cls, context: Any = None) -> dict[str, Opt]:
+        return {**COMMON_OPTIONS, "method": Opt("generation", one_of(*METHODS)), "shuffles": Opt(0, non_negative_int),
+                "seed": Opt(getattr(context, "seed", 0), non_negative_int)}
 
     @classmethod
     def check_options(cls, opts: dict[str, Any], path: str) -> None:
-        """Cross-option checks (SpecError naming the key); none for plain listwise."""
+        """Cross-option checks (SpecError naming the key)."""
+        if opts["method"] == "likelihood" and opts["top_k"] > MAX_LIKELIHOOD_WINDOW:
+            raise SpecError(f"{path}.top_k", f"method \"likelihood\" ranks at most {MAX_LIKELIHOOD_WINDOW} products "
+                                             f"in one window, got {opts['top_k']}; use type \"sliding\" for more")
 
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "ListwiseReranker":
-        opts = read_options(options, path, cls.spec_schema())
+        opts = read_options(options, path, cls.spec_schema(context))
         cls.check_options(opts, path)
         extra = {k: v for k, v in opts.items() if k not in COMMON_OPTIONS}
         try:
@@ -57,25 +73,9 @@ class ListwiseReranker(LLMReranker):
         except ValueError as e:
             raise spec_error(path, e) from e
 
-    def request(self, query: str, texts: Sequence[str]) -> ChatRequest:
-        prompt = self.template.render(query=query, n=len(texts), products=list(texts))
-        return ChatRequest.chat(None, prompt, template=self.template.id,
-                                max_tokens=TOKENS_PER_ID * len(texts) + 8, tag=self.tag)
-
     async def rank_window(self, query: str, texts: Sequence[str]) -> list[int]:
-        """One call: the model's order of ``texts`` as positions 0..n-1, best first (repaired and counted)."""
-        if len(texts) <= 1:
-            return list(range(len(texts)))
-        comp = await self.complete(self.request(query, texts))
-        if comp.failed:
-            self.stats["fallback_failed_call"] += 1
-            return list(range(len(texts)))
-        order, repairs = parse_permutation(comp.text, len(texts))
-        for kind, count in repairs.items():
-            self.stats[f"repair_{kind}"] += count
-        if repairs:
-            self.stats["repaired_answers"] += 1
-        return order
+        """The window ranker's order of ``texts`` as positions 0..n-1, best first (repaired and counted)."""
+        return await self.ranker.rank(self, query, texts)
 
     async def score(self, cands: Candidates) -> list[float]:
         return scores_from_order(await self.rank_window(cands.query, cands.texts))

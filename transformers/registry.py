@@ -24,6 +24,10 @@ RERANKERS: dict[str, str] = {
     "pairwise": "superb.transformers.pairwise:PairwiseReranker",
     "rubric": "superb.transformers.rubric:RubricReranker",
     "biencoder": "superb.transformers.biencoder:BiEncoderReranker",
+    # small-model rerankers that read label probabilities (issue 8), and score fusion
+    "pairwise_prob": "superb.transformers.pairwise_prob:PairwiseProbReranker",
+    "setwise": "superb.transformers.setwise:SetwiseReranker",
+    "fuse": "superb.transformers.fuse:Fuse",
 }
 
 

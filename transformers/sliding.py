@@ -1,11 +1,12 @@
 """Sliding-window listwise reranking over a longer list (SUPERB Table 5: top 100, windows of 20, step 10).
 
-A window of ``window`` candidates moves from the bottom of the top_k list to the top by ``step``; each window is
-one listwise call (``ListwiseReranker.rank_window``) and its order is written back before the next window, so
-good products can climb from the bottom to the top in one pass. The last window is clamped at the top of the list.
-Calls per query and pass: ``window_starts(k, window, step)`` has ceil((k - window) / step) + 1 entries (one when
-k <= window). ``passes`` repeats the sweep. The windows of one query run in sequence (one coroutine per query);
-different queries run concurrently.
+A window of ``window`` candidates moves from the bottom of the top_k list to the top by ``step``; each window is one
+listwise call (``ListwiseReranker.rank_window``) and its order is written back before the next window, so good
+products can climb from the bottom to the top in one pass. The last window is clamped at the top of the list. Calls
+per query and pass: ``window_starts(k, window, step)`` has ceil((k - window) / step) + 1 entries (one when k <=
+window). ``passes`` repeats the sweep. The window ranker is the listwise one (``method`` "generation" or "likelihood",
+``shuffles`` for permutation self-consistency: x m calls; see ``window.py``). The windows of one query run in sequence
+(one coroutine per query); different queries run concurrently.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ class SlidingWindowReranker(ListwiseReranker):
 
     def __init__(self, llm: Any, *, window: int = 20, step: int = 10, passes: int = 1, top_k: int | None = 100,
                  **kw: Any):
-        super().__init__(llm, top_k=top_k, **kw)
         if window < 2:
             raise ValueError(f"SlidingWindowReranker: window must be >= 2, got {window}")
         if not 1 <= step <= window:
@@ -40,14 +40,18 @@ class SlidingWindowReranker(ListwiseReranker):
         if passes < 1:
             raise ValueError(f"SlidingWindowReranker: passes must be >= 1, got {passes}")
         self.window, self.step, self.passes = int(window), int(step), int(passes)
+        super().__init__(llm, top_k=top_k, **kw)
+
+    def window_size(self) -> int | None:
+        return self.window
 
     def __repr__(self) -> str:
-        return (f"SlidingWindowReranker(window={self.window}, step={self.step}, passes={self.passes}, "
-                f"top_k={self.top_k}, text={self.text!r})")
+        return (f"SlidingWindowReranker(ranker={self.ranker!r}, window={self.window}, step={self.step}, "
+                f"passes={self.passes}, top_k={self.top_k}, text={self.text!r})")
 
     @classmethod
-    def spec_schema(cls) -> dict[str, Opt]:
-        schema = super().spec_schema()
+    def spec_schema(cls, context: Any = None) -> dict[str, Opt]:
+        schema = super().spec_schema(context)
         schema.update(top_k=Opt(100, positive_int), window=Opt(20, positive_int), step=Opt(10, positive_int),
                       passes=Opt(1, positive_int))
         return schema
@@ -59,6 +63,9 @@ class SlidingWindowReranker(ListwiseReranker):
         if opts["step"] > opts["window"]:
             raise SpecError(f"{path}.step", f"must be <= window ({opts['window']}), got {opts['step']}; a larger "
                                             "step would skip candidates")
+        if opts["method"] == "likelihood" and opts["window"] > 20:
+            raise SpecError(f"{path}.window", f"method \"likelihood\" ranks at most 20 products per window "
+                                              f"(single-letter ids, top_logprobs <= 20), got {opts['window']}")
 
     async def score(self, cands: Candidates) -> list[float]:
         order = list(range(len(cands)))  # positions into cands, current best first

@@ -49,9 +49,10 @@ def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.mea
                               f"Examples: {_EXAMPLES}")
     try:
         measure = ir_measures.parse_measure(name.strip())
-    except (NameError, ValueError, SyntaxError, TypeError) as exc:
+    except (NameError, ValueError, SyntaxError, TypeError, AssertionError) as exc:  # ir_measures asserts on params
         raise SpecError(path, f"cannot parse measure {name!r} ({exc}).{_suggest(name)} Write measures the "
                               f"ir_measures way, e.g. {_EXAMPLES}") from exc
+    _check_params(measure, name, path)
     # ir_measures drops parameters equal to their default (P(rel=1)@5 -> P@5): look at the written name too
     explicit = "rel" in measure.params or re.search(r"\brel\s*=", name) is not None
     if rel is not None and "rel" in measure.SUPPORTED_PARAMS and not explicit:
@@ -59,11 +60,54 @@ def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.mea
     return measure
 
 
+def _check_params(measure, name: str, path: str) -> None:
+    """Parameters pytrec_eval cannot take. A cut-off of 0 is the dangerous one: trec_eval reads it as "negative" and
+    pytrec_eval ABORTS the process (a C assertion, rc 134, nothing written), so it must never reach it."""
+    unsupported = sorted(set(measure.params) - set(measure.SUPPORTED_PARAMS))
+    if unsupported:
+        what = "cut-off (@k)" if unsupported == ["cutoff"] else f"parameter(s) {unsupported}"
+        raise SpecError(path, f"measure {name!r}: {measure.NAME} takes no {what}; its parameters are "
+                              f"{sorted(measure.SUPPORTED_PARAMS) or 'none'}")
+    cutoff = measure.params.get("cutoff")
+    if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1):
+        raise SpecError(path, f"measure {name!r} has the cut-off {cutoff!r}; a cut-off (after @) must be an integer "
+                              f">= 1, e.g. {measure.NAME}@10")
+    rel = measure.params.get("rel")
+    if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int) or rel < 1):
+        raise SpecError(path, f"measure {name!r} has rel={rel!r}; rel (the smallest label counted as relevant) must "
+                              f"be an integer >= 1, e.g. {measure.NAME}(rel=2)")
+
+
+# A tiny judged query (labels 0..3, one unjudged and one unretrieved document) every measure is computed on once.
+# (A numeric qid: gdeval, ERR's provider, reads no other.)
+_PROBE_QRELS = (("1", "a", 3), ("1", "b", 1), ("1", "c", 0), ("1", "e", 2))
+_PROBE_RUN = (("1", "a", 4.0), ("1", "d", 3.0), ("1", "c", 2.0), ("1", "b", 1.0))
+
+
+def check_computable(measures: Iterable, names: Iterable[str], path: str = "evaluation.measures",
+                     where: str = "") -> None:
+    """Compute every measure once on a tiny judged query, with the providers evaluation uses (pt.Experiment calls
+    ir_measures), so a measure no installed provider supports, or with parameters a provider rejects, is a SpecError
+    at ``path[i]`` before any run, not after the LLM calls were paid for. ``where`` ends the message's subject (e.g.
+    " under the condensed view")."""
+    import ir_measures
+
+    qrels = [ir_measures.Qrel(*q) for q in _PROBE_QRELS]
+    run = [ir_measures.ScoredDoc(*r) for r in _PROBE_RUN]
+    for i, (measure, name) in enumerate(zip(measures, names)):
+        try:
+            list(ir_measures.iter_calc([measure], qrels, run))
+        except Exception as exc:  # noqa: BLE001 - any provider failure is the same user error: this measure
+            raise SpecError(f"{path}[{i}]", f"measure {name!r} cannot be computed{where} ({type(exc).__name__}: "
+                                            f"{str(exc).strip()}). Measures that work here: {_EXAMPLES}") from None
+
+
 def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "evaluation.measures") -> list:
     """Measure objects for the spec's ``evaluation.measures`` (default: SUPERB's six), in order, without duplicates.
 
     ``rel`` is the smallest label counted as relevant by binary measures (``None`` keeps ir_measures' default, 1).
-    A name that does not parse raises SpecError naming ``path[i]`` and listing examples.
+    A name that does not parse, has a cut-off or rel below 1, or that no installed provider computes (each is
+    computed once on a tiny judged query) raises SpecError naming ``path[i]`` and listing examples.
     """
     if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int) or rel < 1):
         raise SpecError(path.rsplit(".", 1)[0] + ".rel" if "." in path else "rel",
@@ -83,6 +127,7 @@ def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "ev
             raise SpecError(f"{path}[{i}]", f"measure {name!r} is listed twice (as {measure!r}); remove one")
         seen.add(measure)
         measures.append(measure)
+    check_computable(measures, names, path)
     return measures
 
 

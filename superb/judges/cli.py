@@ -50,6 +50,7 @@ def _cmd_judge(args) -> int:
         raise SuperbError("superb judge: give a judge spec (superb judge SPEC) or --fill results/NAME, not both")
     if args.fill is not None:
         return _fill(args, mode)
+    from superb.exit_codes import folder_usage, llm_exit_code
     from superb.judges.run import run_judge_spec
     from superb.judges.spec import load_judge_spec
 
@@ -69,7 +70,7 @@ def _cmd_judge(args) -> int:
     if (out / "label_study.md").is_file() and spec.label_study is not None:
         print((out / "label_study.md").read_text(encoding="utf-8"))
     print(f"results written to {out}/")
-    return _exit_code(spec.llm, out)
+    return llm_exit_code(spec.llm, folder_usage(out))  # counts on stderr; 3 when failures exceed max_failure_share
 
 
 def _fill(args, mode: str) -> int:
@@ -86,10 +87,9 @@ def _fill(args, mode: str) -> int:
           f"statuses {counts['status']}")
     print(result["sentence"])
     print((args.fill / "label_study.md").read_text(encoding="utf-8"))
-    import json
+    from superb.exit_codes import llm_exit_code
 
-    spec_llm = json.loads((args.fill / "provenance.json").read_text(encoding="utf-8"))["spec"].get("llm")
-    return _exit_code(spec_llm, args.fill, key="fill")
+    return llm_exit_code(result["llm_spec"], result["usage"])
 
 
 def _print_dry_run(usage: dict, what: str) -> int:
@@ -102,19 +102,3 @@ def _print_dry_run(usage: dict, what: str) -> int:
     print(f"dry run ({what}): {calls} calls a real run would make ({tokens} prompt tokens, estimated), {hits} "
           "requests served by the response cache; nothing was called or written")
     return 0
-
-
-def _exit_code(llm_spec: dict | None, folder: Path, key: str = "llm") -> int:
-    """Counts on stderr; 3 when more LLM requests failed than llm.max_failure_share allows (superb run's rule)."""
-    # TODO(h3): return superb.exit_codes.llm_exit_code(llm_spec, usage) once superb/exit_codes.py is on main
-    import json
-    from types import SimpleNamespace
-
-    from superb.cli import _llm_exit_code
-
-    usage = (json.loads((folder / "provenance.json").read_text(encoding="utf-8")).get(key) or {}).get("usage") or {}
-    if not usage:
-        return 0
-    rows = list(usage.values()) if all(isinstance(v, dict) for v in usage.values()) else [usage]
-    totals = {k: sum(int(r.get(k, 0) or 0) for r in rows) for k in ("calls", "cache_hits", "failures")}
-    return _llm_exit_code(SimpleNamespace(llm=llm_spec), SimpleNamespace(llm_info={"usage_total": totals}))

@@ -274,7 +274,9 @@ class ResponseCache:
                 if self.mode == "read-only" and "no such table" in str(e):
                     row = None
                 else:
-                    raise
+                    self._fail("read", e)
+            except sqlite3.DatabaseError as e:  # "database disk image is malformed": damaged since it was opened
+                self._fail("read", e)
             if row is None:
                 self.misses += 1
             else:
@@ -302,14 +304,30 @@ class ResponseCache:
                _dump_logprobs(completion.logprobs), completion.prompt_tokens, completion.completion_tokens,
                completion.latency_s, time.time())
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-            try:  # an answer made here replaces an imported one: it is no longer from that source
-                self._conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
-            except sqlite3.OperationalError:  # no response_sources table: nothing was ever imported
-                pass
+            try:
+                self._conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                try:  # an answer made here replaces an imported one: it is no longer from that source
+                    self._conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
+                except sqlite3.OperationalError as e:
+                    if "no such table" not in str(e):  # no response_sources table: nothing was ever imported
+                        raise
+            except sqlite3.DatabaseError as e:
+                self._fail("write", e)
             self.writes += 1
             self.used.add(key)
         return True
+
+    def _fail(self, action: str, e: sqlite3.DatabaseError) -> None:
+        """Raise a lookup's or a store's failure mid-run named as at open: a damaged file is the corrupt-cache error
+        (with its way out); an I/O failure (disk full, I/O error, locked past busy_timeout) says what SQLite said.
+        Other sqlite3 errors (constraint, API misuse) are bugs and pass unchanged."""
+        if type(e) is sqlite3.DatabaseError:  # "database disk image is malformed", "file is not a database"
+            raise corrupt_cache_error(self.path, e) from None
+        if isinstance(e, sqlite3.OperationalError):
+            raise LLMError(f"cannot {action} the LLM response cache {self.path}: {e}. Check the disk (space, "
+                           f"errors) and that no other program holds the file locked, then run again: completed "
+                           f"calls are kept") from None
+        raise e
 
     # --- rows in and out (shipped responses, batch results) -------------------------------------------------------
     def used_keys(self) -> list[str]:

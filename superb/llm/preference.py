@@ -141,9 +141,10 @@ class PairwisePreference:
     """Ask ``llm`` which of two products is better for a query, and read the answer from the label probabilities.
 
     ``template`` renders with ``query``, ``a``, ``b`` (the product texts: strings, or field dicts rendered over
-    ``fields``, each as one line: ``one_line``). ``both_orders`` (default True) asks both orders, concurrently, and averages them (see the module
-    docstring). Counters in ``stats``: pairs, orders (label requests made), answered_logprobs, the ``fallback_*``
-    counts, no_preference (pairs with p None), ties (p exactly 0.5 from answered orders).
+    ``fields``, each as one line: ``one_line``). ``both_orders`` (default True) asks both orders, concurrently, and
+    averages them (see the module docstring). Counters in ``stats``: pairs, orders (label requests made),
+    answered_logprobs, the ``fallback_*`` counts, no_preference (pairs with p None), ties (p exactly 0.5 from answered
+    orders).
     """
 
     def __init__(self, llm: AsyncLLM, template: Any = DEFAULT_TEMPLATE, *, both_orders: bool = True,
@@ -175,15 +176,21 @@ class PairwisePreference:
         return choice
 
     async def prefer(self, query: str, a: Mapping[str, Any] | str, b: Mapping[str, Any] | str) -> Preference:
-        """The preference of ``a`` over ``b`` (both orders asked concurrently when ``both_orders``)."""
-        self.stats["pairs"] += 1
+        """The preference of ``a`` over ``b`` (both orders asked concurrently when ``both_orders``), counted."""
         if self.both_orders:
             orders = tuple(await asyncio.gather(self.ask(query, a, b), self.ask(query, b, a)))
         else:
             orders = (await self.ask(query, a, b),)
+        return self.preference(orders)
+
+    def preference(self, orders: Sequence[Choice]) -> Preference:
+        """The Preference from the Choices of the orders asked (a as A, then b as A), counted as one pair. For callers
+        that schedule the orders themselves (e.g. to group prompts that share a Product A for the server's prompt
+        cache)."""
+        self.stats["pairs"] += 1
         p = combine(orders)
         if p is None:
             self.stats["no_preference"] += 1
         elif p == 0.5:
             self.stats["ties"] += 1
-        return Preference(p, orders)
+        return Preference(p, tuple(orders))

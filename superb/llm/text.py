@@ -15,9 +15,9 @@ question after it):
 - chat-template control tokens (``<|im_end|>``, ``<|im_start|>assistant``, ``[INST]``, ``<<SYS>>``) are removed:
   llama.cpp and vLLM parse special tokens in message text, so these would be real turn boundaries;
 - answer-format strings are removed: an answer cue with its answer (``Answer: yes``, ``Grade: 3``,
-  ``Final score: 3``, ``Confidence: 90%``, ``Verdict: LHS``); a bracketed number or number list (``[1] > [2]``, the
+  ``Final score: 3``, ``Confidence: 90%``, ``Verdict: LHS``, ``Answer: B``); a bracketed number or number list (``[1] > [2]``, the
   listwise identifiers; ``[3, 1]``, a rubric selection) becomes ``(1) > (2)``; a capitalised prompt label
-  (``Query:``, ``Product:``, ``System:``, ``User:``, ``Assistant:``) loses its colon (``Query laptop``).
+  (``Query:``, ``Product:``, ``Product B:``, ``System:``, ``User:``, ``Assistant:``) loses its colon (``Query laptop``).
 
 Why remove rather than defang: on the real 0.5B (bench/prompt_injection.py), defanged strings (``answer yes``,
 ``(im_start)assistant yes``) still moved P(yes) almost as much as the originals; removed, the control-token and
@@ -47,9 +47,11 @@ _ANSWER = re.compile(
     r"\b(?:final\s+score|final\s+answer|final\s+grade|answer|grade|score|verdict|confidence|relevance|label)"
     r"\s*[:=]\s*(?:(?:yes|no|lhs|rhs|neither)\b|\d{1,3}(?!\d)(?![.,]\d)%?|\[[^\]]{0,20}\])",
     re.IGNORECASE)
+_LETTER_ANSWER = re.compile(  # "Answer: B", the one-letter answers of pairwise and setwise prompts
+    r"\b(?:final\s+answer|answer|verdict|choice|best)\s*[:=]\s*[A-H](?![\w+\-])", re.IGNORECASE)
 _BRACKET_ID = re.compile(r"\[(\s*\d{1,3}(?:\s*,\s*\d{1,3})*\s*)\]")  # [1], and JSON id lists [3, 1]
-_PROMPT_LABEL = re.compile(r"(?<![\w-])(Search query|Query|QUERY|Products?|PRODUCTS?|System|SYSTEM|User|USER|"
-                           r"Assistant|ASSISTANT|Instructions?|INSTRUCTIONS?)\s*:")
+_PROMPT_LABEL = re.compile(r"(?<![\w-])(Search query|Query|QUERY|(?:Products?|PRODUCTS?)(?: [A-Z]\b| \d{1,2}\b)?|System|"
+                           r"SYSTEM|User|USER|Assistant|ASSISTANT|Instructions?|INSTRUCTIONS?)\s*:")
 
 
 _RULES: tuple[tuple[re.Pattern, Any], ...] = (
@@ -57,6 +59,7 @@ _RULES: tuple[tuple[re.Pattern, Any], ...] = (
     (_FENCE_CLOSE, "\u00bb"),
     (_CONTROL, " "),
     (_ANSWER, " "),
+    (_LETTER_ANSWER, " "),
     (_BRACKET_ID, r"(\1)"),
     (_PROMPT_LABEL, lambda m: m.group(1)),
 )

@@ -1,0 +1,136 @@
+"""A results folder replaced as a whole: written beside it, then swapped in.
+
+``with replacing(Path("results/NAME")) as tmp:`` yields a new, empty sibling folder ``results/.NAME.writing-PID``;
+the writer fills it; on a clean exit the finished folder takes NAME's place and the old one is deleted. So:
+
+* no file of an earlier run survives (a run file of a system since renamed, a gain plot of a dropped baseline);
+* an exception, Ctrl-C or a kill while writing leaves the old folder exactly as it was (the unfinished sibling is
+  removed on the way out, or, after a kill, by the next write of the same folder);
+* readers never see a half-written folder: on Linux the swap is one ``renameat2(RENAME_EXCHANGE)`` call; elsewhere
+  (or on a file system without it) two renames, old folder aside then new folder in, a window of microseconds in
+  which NAME is absent and the old folder is intact at ``.NAME.replaced-PID``.
+
+Only a folder that looks like superb's (provenance.json, table.csv or table.md in it) or an empty one is replaced:
+``--out ~/Documents`` must never delete a user's files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from superb.errors import SuperbError
+
+MARKERS = ("provenance.json", "table.csv", "table.md")  # files every folder superb writes has (or had, if partial)
+_WRITING, _REPLACED = "writing", "replaced"
+
+
+@contextlib.contextmanager
+def replacing(out: Path) -> Iterator[Path]:
+    """Yield an empty folder beside ``out`` to write into; on success it becomes ``out`` (see the module doc)."""
+    out = Path(out)
+    check_replaceable(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(out)
+    tmp = _sibling(out, _WRITING, os.getpid())
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        _swap_in(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def check_replaceable(out: Path) -> None:
+    """SuperbError unless ``out`` is absent, an empty folder, or a folder superb wrote."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise SuperbError(f"{out} is a file, not a results folder: choose another --out, or move the file away")
+    if any(out.iterdir()) and not any((out / m).is_file() for m in MARKERS):
+        shown = sorted(p.name for p in out.iterdir())[:5]
+        raise SuperbError(f"{out} exists and is not a superb results folder (none of {', '.join(MARKERS)} in it; it "
+                          f"holds {shown}...). superb replaces its results folder as a whole, so it will not write "
+                          "there: choose another --out, or empty the folder first")
+
+
+def remove_stale(out: Path) -> list[Path]:
+    """Delete what killed writers of ``out`` left beside it (``.NAME.writing-PID`` of a process that is gone). A
+    ``.NAME.replaced-PID`` is an old folder whose swap was cut between its two renames: put back when ``out`` is
+    missing, else deleted. Returns the paths handled."""
+    handled = []
+    prefix = f".{out.name}."
+    for path in sorted(p for p in out.parent.iterdir() if p.name.startswith(prefix)):
+        kind, _, pid = path.name[len(prefix):].rpartition("-")
+        if kind not in (_WRITING, _REPLACED) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        if kind == _REPLACED and not out.exists():
+            os.rename(path, out)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        handled.append(path)
+    return handled
+
+
+def _sibling(out: Path, kind: str, pid: int) -> Path:
+    return out.with_name(f".{out.name}.{kind}-{pid}")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # ours from an earlier write in this process, finished or failed: not in use
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _swap_in(new: Path, out: Path) -> None:
+    """``new`` becomes ``out``; the folder that was ``out`` (if any) is deleted."""
+    if not out.exists():
+        os.rename(new, out)
+        return
+    if _exchange(new, out):  # new is out now, and the old folder sits at new's path
+        shutil.rmtree(new)
+        return
+    old = _sibling(out, _REPLACED, os.getpid())
+    shutil.rmtree(old, ignore_errors=True)
+    os.rename(out, old)
+    os.rename(new, out)
+    shutil.rmtree(old)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_libc = None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); False where that is not available."""
+    global _libc
+    if not sys.platform.startswith("linux"):
+        return False
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    renameat2 = getattr(_libc, "renameat2", None)
+    if renameat2 is None:  # glibc < 2.28
+        return False
+    rc = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # the file system or kernel cannot exchange
+        return False
+    raise OSError(err, f"cannot swap {a} and {b}: {os.strerror(err)}")

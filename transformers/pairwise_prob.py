@@ -1,0 +1,142 @@
+"""Pairwise reranking by label probabilities (type ``pairwise_prob``; PRP, Qin et al. 2023).
+
+Every comparison is ``superb.llm.preference.PairwisePreference``: a one-token "A or B" label request on the template
+``pairwise_ab``, read from the probabilities of the letter tokens, over both orders by default, so that
+p(i over j) = mean(P_A(i, j), 1 - P_A(j, i)) and a position bias cancels. The preferences are aggregated by a
+strategy object from ``selection.py`` (``strategy``):
+
+- ``"allpairs"`` (default): every pair, soft win sums (``llm_score`` = sum over opponents of p). k(k-1)/2 pairs.
+- ``"sliding"``: PRP-sliding, ``passes`` m bubble passes from the bottom (the top m settled, the rest in prior
+  order): sum over t < m of (k-1-t) pairs, fewer when a pair is asked again (memo).
+- ``"sort"``: stable merge sort deciding i before j when p > 0.5: at most k*ceil(log2 k) - 2**ceil(log2 k) + 1 pairs.
+
+LLM calls per query = pairs asked x 2 (both orders) or x 1 (``both_orders = false``). Within one query a pair is asked
+once (memo; ``comparisons_memo`` counts the repeats answered without a call). With ``allpairs`` and both orders, the
+k(k-1) ordered prompts are submitted grouped by the product shown as A, so that consecutive prompts share
+instructions, query and first product (llama.cpp's prompt cache reuses the longest shared prefix). A pair without a
+preference (p None: a failed call or no letter in either order) counts as 0.5 in ``allpairs`` and keeps the prior
+order in ``sliding`` and ``sort``. ``stats``: the base counters, ``comparisons`` (strategy questions),
+``comparisons_memo``, ``comparison_ties``, ``comparison_unanswered``, the preference counters prefixed ``pref_``
+(pairs, orders, answered_logprobs, no_preference, ties), and its fallbacks unprefixed (``fallback_generated_letter``
+when the endpoint returns no logprobs, ``fallback_no_label``, ``fallback_failed_call``) so that a results table shows
+them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Mapping, Sequence
+
+from superb.errors import SpecError
+from superb.llm.preference import DEFAULT_TEMPLATE, PairwisePreference
+from superb.llm.text import ProductText
+from superb.llm.types import ChatRequest, Completion
+from superb.transformers.base import (
+    COMMON_OPTIONS, Candidates, LLMReranker, Opt, one_of, positive_int, product_text, read_options, require_llm,
+    scores_from_order, spec_error,
+)
+from superb.transformers.selection import BubbleTopK, PairMergeSort, SoftAllPairs
+
+STRATEGIES = ("allpairs", "sliding", "sort")
+
+
+def boolean(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(path, f"expected true or false, got {value!r}")
+    return value
+
+
+def pair_strategy(name: str, passes: int = 10) -> SoftAllPairs | BubbleTopK | PairMergeSort:
+    """The strategy object for ``name`` ("allpairs" | "sliding" | "sort")."""
+    if name == "allpairs":
+        return SoftAllPairs()
+    if name == "sliding":
+        return BubbleTopK(size=2, passes=passes)
+    if name == "sort":
+        return PairMergeSort()
+    raise ValueError(f"unknown pairwise strategy {name!r}; allowed: {list(STRATEGIES)}")
+
+
+class Counted:
+    """An ``acomplete`` that goes through a reranker's counted ``complete`` (for LLM-layer objects)."""
+
+    def __init__(self, reranker: LLMReranker):
+        self._reranker = reranker
+
+    async def acomplete(self, request: ChatRequest) -> Completion:
+        return await self._reranker.complete(request)
+
+
+class PairwiseProbReranker(LLMReranker):
+    type_name = "pairwise_prob"
+
+    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,
+                 strategy: str = "allpairs", passes: int = 10, both_orders: bool = True,
+                 template: Any = DEFAULT_TEMPLATE, tag: str = ""):
+        super().__init__(llm, text=text, top_k=top_k, tag=tag)
+        self.strategy = pair_strategy(strategy, passes)
+        self.preference = PairwisePreference(Counted(self), template, both_orders=both_orders, fields=("text",),
+                                             max_chars=10**6, tag=self.tag)
+
+    def __repr__(self) -> str:
+        return (f"PairwiseProbReranker(top_k={self.top_k}, strategy={self.strategy!r}, "
+                f"both_orders={self.preference.both_orders}, text={self.text!r})")
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "PairwiseProbReranker":
+        schema = {**COMMON_OPTIONS, "strategy": Opt("allpairs", one_of(*STRATEGIES)), "passes": Opt(10, positive_int),
+                  "both_orders": Opt(True, boolean)}
+        opts = read_options(options, path, schema)
+        if "passes" in options and opts["strategy"] != "sliding":
+            raise SpecError(f"{path}.passes", f"only applies to strategy \"sliding\"; strategy is {opts['strategy']!r}")
+        try:
+            return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
+                       strategy=opts["strategy"], passes=opts["passes"], both_orders=opts["both_orders"], tag=path)
+        except ValueError as e:
+            raise spec_error(path, e) from e
+
+    async def score(self, cands: Candidates) -> Sequence[float]:
+        pref, texts, n = self.preference, cands.texts, len(cands)
+        orders: dict[tuple[int, int], asyncio.Future] = {}  # (shown as A, shown as B) -> Choice, asked once
+        pairs: dict[tuple[int, int], Any] = {}  # the key of a pair -> its Preference (or the Preference's future)
+
+        def order(a: int, b: int) -> asyncio.Future:
+            if (a, b) not in orders:
+                orders[(a, b)] = asyncio.ensure_future(pref.ask(cands.query, texts[a], texts[b]))
+            return orders[(a, b)]
+
+        if isinstance(self.strategy, SoftAllPairs) and pref.both_orders:
+            # every ordered pair will be asked: submit them grouped by Product A, so that consecutive prompts share
+            # the instructions, the query AND the first product (llama.cpp's prompt cache reuses that prefix)
+            for a in range(n):
+                for b in range(n):
+                    if a != b:
+                        order(a, b)
+
+        async def preference(key: tuple[int, int]):
+            i, j = key
+            shown = [order(i, j), order(j, i)] if pref.both_orders else [order(i, j)]
+            return pref.preference(await asyncio.gather(*shown))
+
+        async def choose(items: tuple[int, ...]) -> list[float] | None:
+            i, j = items
+            key = (min(i, j), max(i, j)) if pref.both_orders else (i, j)
+            if key in pairs:
+                self.stats["comparisons_memo"] += 1
+            else:
+                pairs[key] = asyncio.ensure_future(preference(key))
+            p = (await pairs[key]).p
+            if p is None:
+                return None
+            return [p, 1.0 - p] if key == (i, j) else [1.0 - p, p]
+
+        result = await self.strategy.rank(n, choose)
+        self.stats["comparisons"] += result.comparisons
+        self.stats["comparison_ties"] += result.ties
+        self.stats["comparison_unanswered"] += result.unanswered
+        self._sync_preference_stats()
+        return result.scores if result.scores is not None else scores_from_order(result.order)
+
+    def _sync_preference_stats(self) -> None:
+        for key, value in self.preference.stats.items():
+            self.stats[key if key.startswith("fallback_") else f"pref_{key}"] = value

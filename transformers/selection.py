@@ -1,0 +1,221 @@
+"""Ranking strategies over a *chooser*: which of a few items is best, as probabilities.
+
+A chooser is a coroutine ``choose(items) -> Sequence[float] | None``: ``items`` are item indices (0..n-1, the prior
+order) in the order they are shown to the model; the answer is, per item, the probability that it is the best of
+them (a pairwise preference is the chooser of two items: ``[p, 1 - p]``), or None when the model gave no answer.
+A strategy is an object with ``async rank(n, choose) -> Selection``. Every decision reads the argmax of the answer;
+a tie or no answer is decided by the prior order (bubble and merge sort: the items stay where they are; heap: the
+item earliest in the prior order wins), and is counted.
+
+- :class:`SoftAllPairs`: every pair once, concurrently; score = sum over opponents of p(i over j) (no answer = 0.5).
+  n(n-1)/2 comparisons. Returns the soft win sums as scores.
+- :class:`BubbleTopK` (``size`` c, ``passes`` m): pass t moves a window of c items from the bottom of the list up to
+  position t, one step of c-1 at a time, moving the window's best to the window's top, so after pass t the item at
+  position t is settled (PRP-sliding for c = 2; the setwise bubble sort for c > 2). Comparisons: sum over t < m of
+  ceil((n-1-t)/(c-1)). Items below the m settled ones keep their prior order.
+- :class:`HeapTopK` (``size`` c >= 3, ``select`` k): a heap whose nodes have c-1 children; each sift step asks for the
+  best of a parent and its children (setwise heap sort, Zhuang et al. 2024). Building the heap asks once per inner
+  node ((n-2)//(c-1) + 1) plus once per swap down the heap (at most n comparisons in all: the sum of the nodes'
+  heights), each of the k-1 further extractions at most ceil(log_{c-1}(n)) more. The k extracted items come first,
+  the rest keep their prior order. Ties and unanswered sets go to the item earliest in
+  the prior order, so a model that never answers leaves the prior order intact.
+- :class:`PairMergeSort`: the stable merge sort of ``aggregation.MergeSort`` deciding i before j when p(i over j) >
+  0.5; p = 0.5 or no answer keeps the prior order. At most n*ceil(log2 n) - 2**ceil(log2 n) + 1 comparisons.
+
+``Selection.comparisons`` counts the chooser calls a strategy made; the chooser itself may answer a repeated
+question from a per-query memo (the rerankers count that apart), so LLM calls can be fewer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Awaitable, Callable, Sequence
+
+from superb.transformers.aggregation import MergeSort
+
+Chooser = Callable[[tuple[int, ...]], Awaitable["Sequence[float] | None"]]
+
+
+@dataclass
+class Selection:
+    """The new order (item indices, best first), optional scores per item index, and what it took."""
+
+    order: list[int]
+    comparisons: int = 0  # chooser calls
+    unanswered: int = 0  # chooser calls that returned None (prior order kept)
+    ties: int = 0  # answers whose maximum was shared (prior order kept among the tied)
+    scores: list[float] | None = None
+
+
+def best_of(dist: Sequence[float] | None) -> int | None:
+    """Index of the most probable item; the first one on ties (the item shown first); None without an answer."""
+    if dist is None or not len(dist):
+        return None
+    top = max(dist)
+    return next(i for i, p in enumerate(dist) if p == top)
+
+
+def best_by_prior(items: Sequence[int], dist: Sequence[float] | None) -> int:
+    """Index (into ``items``) of the most probable item; on ties, or without an answer, the item earliest in the prior
+    order (the smallest item index)."""
+    if dist is None:
+        return min(range(len(items)), key=lambda k: items[k])
+    top = max(dist)
+    return min((k for k, p in enumerate(dist) if p == top), key=lambda k: items[k])
+
+
+def _is_tie(dist: Sequence[float]) -> bool:
+    top = max(dist)
+    return sum(1 for p in dist if p == top) > 1
+
+
+class _Counting:
+    """Wraps a chooser to count calls, unanswered calls and ties into a Selection."""
+
+    def __init__(self, choose: Chooser, result: Selection):
+        self.choose, self.result = choose, result
+
+    async def __call__(self, items: Sequence[int]) -> Sequence[float] | None:
+        dist = await self.choose(tuple(items))
+        self.result.comparisons += 1
+        if dist is None:
+            self.result.unanswered += 1
+        elif _is_tie(dist):
+            self.result.ties += 1
+        return dist
+
+
+class SoftAllPairs:
+    """All pairs, concurrently; score_i = sum_j p(i over j), no answer counting 0.5 for both."""
+
+    name = "allpairs"
+
+    async def rank(self, n: int, choose: Chooser) -> Selection:
+        result = Selection(order=[])
+        ask = _Counting(choose, result)
+        pairs = list(combinations(range(n), 2))
+        answers = await asyncio.gather(*(ask((i, j)) for i, j in pairs))
+        scores = [0.0] * n
+        for (i, j), dist in zip(pairs, answers):
+            p = 0.5 if dist is None else float(dist[0])
+            scores[i] += p
+            scores[j] += 1.0 - p
+        result.scores = scores
+        result.order = sorted(range(n), key=lambda k: (-scores[k], k))
+        return result
+
+    @staticmethod
+    def comparisons(n: int) -> int:
+        return n * (n - 1) // 2
+
+
+class BubbleTopK:
+    """Bubble passes from the bottom with windows of ``size`` items, ``passes`` times (see the module docstring)."""
+
+    name = "bubble"
+
+    def __init__(self, size: int = 2, passes: int = 10):
+        if size < 2:
+            raise ValueError(f"BubbleTopK: size must be >= 2 (items compared at once), got {size}")
+        if passes < 1:
+            raise ValueError(f"BubbleTopK: passes must be >= 1, got {passes}")
+        self.size, self.passes = int(size), int(passes)
+
+    def __repr__(self) -> str:
+        return f"BubbleTopK(size={self.size}, passes={self.passes})"
+
+    async def rank(self, n: int, choose: Chooser) -> Selection:
+        result = Selection(order=[])
+        ask = _Counting(choose, result)
+        order = list(range(n))
+        settled = min(self.passes, max(n - 1, 0))
+        for top in range(settled):
+            end = n
+            while True:
+                start = max(end - self.size, top)
+                window = order[start:end]
+                best = best_of(await ask(window))
+                if best:  # not None and not 0: move the window's best to the window's top
+                    order[start:end] = [window[best]] + window[:best] + window[best + 1:]
+                if start == top:
+                    break
+                end = start + 1
+        rest = sorted(order[settled:]) if settled else order  # below the settled top: the prior order
+        result.order = order[:settled] + rest
+        return result
+
+    def comparisons(self, n: int) -> int:
+        """Chooser calls for a list of n (an upper bound on LLM calls: a memo may answer repeats)."""
+        step = self.size - 1
+        return sum(math.ceil((n - 1 - t) / step) for t in range(min(self.passes, max(n - 1, 0))))
+
+
+class HeapTopK:
+    """Select the best ``select`` items with a heap of nodes with ``size`` - 1 children (setwise heap sort)."""
+
+    name = "heap"
+
+    def __init__(self, size: int = 3, select: int = 10):
+        if size < 3:
+            raise ValueError(f"HeapTopK: size must be >= 3 (a parent and at least two children), got {size}; "
+                             "for two items at a time use BubbleTopK or PairMergeSort")
+        if select < 1:
+            raise ValueError(f"HeapTopK: select must be >= 1, got {select}")
+        self.size, self.select = int(size), int(select)
+
+    def __repr__(self) -> str:
+        return f"HeapTopK(size={self.size}, select={self.select})"
+
+    async def rank(self, n: int, choose: Chooser) -> Selection:
+        result = Selection(order=[])
+        ask = _Counting(choose, result)
+        heap = list(range(n))
+        arity = self.size - 1
+
+        async def sift(node: int, size: int) -> None:
+            while True:
+                children = list(range(node * arity + 1, min(node * arity + arity + 1, size)))
+                if not children:
+                    return
+                shown = [heap[node]] + [heap[c] for c in children]
+                best = best_by_prior(shown, await ask(shown))
+                if best == 0:  # the parent is best (ties and no answer: the earliest in the prior order)
+                    return
+                child = children[best - 1]
+                heap[node], heap[child] = heap[child], heap[node]
+                node = child
+
+        for node in range((n - 2) // arity, -1, -1) if n > 1 else ():
+            await sift(node, n)
+        picked: list[int] = []
+        size = n
+        while size and len(picked) < self.select:
+            picked.append(heap[0])
+            size -= 1
+            heap[0] = heap[size]
+            if len(picked) < self.select and size > 1:
+                await sift(0, size)
+        chosen = set(picked)
+        result.order = picked + [i for i in range(n) if i not in chosen]
+        return result
+
+
+class PairMergeSort:
+    """Merge sort over pairwise preferences: i before j when p(i over j) > 0.5 (``aggregation.MergeSort``)."""
+
+    name = "sort"
+
+    async def rank(self, n: int, choose: Chooser) -> Selection:
+        result = Selection(order=[])
+        ask = _Counting(choose, result)
+
+        async def cmp(i: int, j: int) -> str | None:
+            dist = await ask((i, j))
+            best = None if dist is None or _is_tie(dist) else best_of(dist)
+            return None if best is None else "AB"[best]
+
+        result.order = (await MergeSort().rank(n, cmp)).order
+        return result
