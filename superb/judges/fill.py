@@ -20,7 +20,8 @@ win). A target pair the judge could not score (failed call; missing under --from
 unjudged (non-relevant in the full and filled views), and is counted. Measures deeper than ``depth`` (P@20) see
 unjudged products below ``depth`` as non-relevant in the filled view too.
 
-Written into the folder (each file replaced whole):
+Written into the folder (into a copy of it swapped in as a whole, superb.atomic, so an interrupted fill leaves it as
+it was):
   llm_qrels.trec          the LLM labels of the scored targets (TREC qrels: qid 0 docno label), apart from qrels.trec
   llm_qrels.json          the judge's fingerprint: judge, template ids, model, cut points, weights, the dev pairs they
                           were fitted on and their kappa, depth, scope, and the counts (targets, judged, scored, status)

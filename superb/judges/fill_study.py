@@ -76,11 +76,23 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
 
 def write_fill(folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: dict, *, log: Any,
                options: FillOptions) -> dict:
+    """Write the fill's files into a copy of the folder and swap it in (superb.atomic: a failure or Ctrl-C leaves the
+    folder as it was)."""
+    import shutil
+
+    from superb.atomic import replacing
+
+    with replacing(folder.path) as tmp:
+        shutil.copytree(folder.path, tmp, dirs_exist_ok=True)
+        return _write_into(tmp, folder, targets, fingerprint, run, log=log, options=options)
+
+
+def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: dict, *, log: Any,
+                options: FillOptions) -> dict:
     from superb.eval.evaluate import View
     from superb.eval.report import verdict_changes, views_sentence
     from superb.results import evaluate, write_table
 
-    out = folder.path
     scored = targets[targets["label"].notna()].astype({"label": int})
     llm = scored[["qid", "docno", "label"]].reset_index(drop=True)
     order = {q: i for i, q in enumerate(folder.topics["qid"])}
@@ -132,7 +144,7 @@ def write_fill(folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: di
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     provenance["files"] = sorted({*files, "provenance.json"})
     _write_text(out / "provenance.json", json.dumps(provenance, indent=2, default=str))
-    return {"folder": str(out), "fingerprint": fingerprint, "table": ev.table, "sentence": sentence,
+    return {"folder": str(folder.path), "usage": run["usage"], "llm_spec": folder.spec.llm, "fingerprint": fingerprint, "table": ev.table, "sentence": sentence,
             "label_study": taus, "verdicts": verdicts, "filled": filled, "llm": llm}
 
 
@@ -141,10 +153,7 @@ def _cuts(cuts) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole (a temporary file renamed over it)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    path.write_text(text, encoding="utf-8")
 
 
 def _readme_section(path: Path, name: str, text: str) -> None:
