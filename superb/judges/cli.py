@@ -32,6 +32,8 @@ def register(subparsers: Any) -> None:
     judge.add_argument("--scope", choices=("all", "unjudged"), default="all",
                        help="with --fill: label every top product (all, default: also gives the LLM-only label "
                             "study) or only those without a human label")
+    judge.add_argument("--dev-sample", type=int, default=None, metavar="N",
+                       help="with --fill: fit the cut points on N seeded dev queries' rated pairs (default: all)")
     modes = judge.add_mutually_exclusive_group()
     modes.add_argument("--dry-run", action="store_true",
                        help="count the LLM calls the response cache cannot serve (per judge), without calling any "
@@ -76,7 +78,7 @@ def _cmd_judge(args) -> int:
 def _fill(args, mode: str) -> int:
     from superb.judges.fill import FillOptions, fill
 
-    options = FillOptions(judge=args.judge, depth=args.depth, scope=args.scope)
+    options = FillOptions(judge=args.judge, depth=args.depth, scope=args.scope, dev_sample=args.dev_sample)
     result = fill(args.fill, options, mode=mode)
     if mode == "dry_run":
         return _print_dry_run(result["usage"], f"fill {args.fill}: {result['targets']} target pairs and "

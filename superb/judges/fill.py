@@ -9,7 +9,8 @@ cache hit) and the folder's data set.
 The judge (``--judge``, default yesno_product): a scoring preset (superb.judges.scoring.PRESETS) or an ensemble
 "a+b" of presets (mean of rank-normalised scores). Its cut points are fitted on the data set's DEV-split rated pairs
 (KappaCutSearch, linear-weighted kappa against the combined human label; the same fit as `superb judge`'s calibrated
-study, so with the same cache the same cut points), then applied to the target pairs.
+study, so with the same cache the same cut points; ``--dev-sample N``: a seeded sample of N dev queries instead),
+then applied to the target pairs.
 
 Targets: every (query, product) in the top ``depth`` (default 10) of any system. ``scope = "all"`` (default) labels
 all of them, judged or not, so the LLM labels also form a complete LLM-only qrels set over those ranks (the label
@@ -64,6 +65,7 @@ class FillOptions:
     scope: str = "all"
     weights: str = "linear"
     bootstrap: int = 1000
+    dev_sample: int | None = None  # fit the cut points on a seeded sample of this many dev queries (default: all)
 
     def members(self) -> list[str]:
         from superb.judges.scoring import PRESETS
@@ -75,6 +77,8 @@ class FillOptions:
                                        "'+' (an ensemble), e.g. yesno_product+superb_product")
         if self.depth < 1:
             raise SpecError("--depth", f"expected a rank >= 1, found {self.depth}")
+        if self.dev_sample is not None and self.dev_sample < 2:
+            raise SpecError("--dev-sample", f"expected at least 2 dev queries, found {self.dev_sample}")
         if self.scope not in SCOPES:
             raise SpecError("--scope", f"{self.scope!r} is not one of {list(SCOPES)}")
         return names
@@ -224,7 +228,6 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
     """Label the folder's targets and write the files of the module docstring (mode "live" or "from_cache"), or
     only count the calls a live fill would make (mode "dry_run": returns ``usage``; nothing is written)."""
     from superb.data import load_dataset
-    from superb.judges.from_cache import rated_pool
     from superb.llm.connect import open_for_spec
 
     t0 = time.perf_counter()
@@ -240,11 +243,13 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
     targets = targets.merge(human, on=["qid", "docno"], how="left")
     targets["judged"] = targets["human"].notna()
     asked = targets if options.scope == "all" else targets[~targets["judged"]]
-    dev = rated_pool(dataset, ["dev"])
+    dev = dev_pairs(dataset, options.dev_sample)
     with ExitStack() as stack:
         info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
         if llm is None:
             llm, info = open_for_spec(f.spec.llm, stack, dry_run=mode != "live")
+            if mode == "from_cache":
+                info["endpoint"] = "none: answers from the response cache alone (--from-cache)"
         judge = FittedJudge(members, llm=llm, dataset=dataset, weights=options.weights)
         if mode == "dry_run":
             for scorer in judge.scorers.values():
@@ -260,12 +265,25 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
     if options.scope == "unjudged":
         targets["status"] = targets["status"].fillna("not asked (judged)")
     fingerprint = judge.fingerprint(info.get("model"))
-    fingerprint.update({"depth": options.depth, "scope": options.scope, "counts": _counts(targets)})
+    fingerprint.update({"depth": options.depth, "scope": options.scope, "dev_sample": options.dev_sample,
+                        "counts": _counts(targets)})
     from superb.judges.fill_study import write_fill
 
     return write_fill(f, targets, fingerprint, {"mode": mode, "llm": info, "usage": usage,
                                                 "seconds": round(time.perf_counter() - t0, 2)},
                       log=log, options=options)
+
+
+def dev_pairs(dataset: Any, sample: int | None, seed: int = 0) -> pd.DataFrame:
+    """The dev-split rated pairs the cut points are fitted on: all, or those of ``sample`` seeded dev queries."""
+    from superb.judges.from_cache import rated_pool
+
+    dev = rated_pool(dataset, ["dev"])
+    if sample is None:
+        return dev
+    qids = sorted(dev["qid"].unique())
+    keep = set(np.random.default_rng(seed).choice(qids, size=min(sample, len(qids)), replace=False))
+    return dev[dev["qid"].isin(keep)].reset_index(drop=True)
 
 
 def _counts(targets: pd.DataFrame) -> dict[str, Any]:

@@ -1,0 +1,181 @@
+"""`superb judge --fill results/NAME`: the unjudged products of every system's top ranks labelled by a dev-calibrated
+judge on a real `superb run` folder of Chorus (PISA first stages, a pointwise reranker on the fake model); the view
+"filled" recomputed independently; zero calls for the systems and cache hits where the reranker asked the same
+prompt; the sentence on changed conclusions generated from the table; the real 0.5B end to end."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import ir_measures
+import pandas as pd
+import pytest
+
+from chorus_judge_helpers import MIRROR, GradeModel, chorus_grades
+from fakeserver import FakeServer
+from superb.cli import main
+from superb.eval.report import verdict_changes, views_sentence
+
+TEST_QUERIES = ["q001", "q003", "q004", "q005", "q006"]
+
+
+@pytest.fixture(scope="module")
+def chorus():
+    from superb.data import load_dataset
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SUPERB_DATA_MIRROR", str(MIRROR))
+        ds = load_dataset({"name": "chorus"})
+        ds.docs_iter()
+        return ds
+
+
+@pytest.fixture(scope="module")
+def grades(chorus):
+    return chorus_grades(chorus)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(MIRROR))
+    monkeypatch.setenv("SUPERB_PROGRESS", "0")
+    return tmp_path
+
+
+def run_spec(llm: list[str], queries: list[str], rerank_top: int) -> str:
+    return "\n".join([
+        'name = "fill_me"', "[dataset]", 'name = "chorus"', "[queries]", f"subset = {json.dumps(queries)}",
+        "[evaluation]", 'measures = ["nDCG@5", "P(rel=2)@5"]', 'views = ["full", "condensed"]', "[llm]", *llm,
+        "[[pipelines]]", 'name = "BM25"', 'first_stage = { engine = "pisa", model = "bm25", depth = 20 }',
+        "[[pipelines]]", 'name = "RM3"', 'first_stage = { engine = "pisa", model = "rm3", depth = 20 }',
+        'baseline = "BM25"',
+        "[[pipelines]]", 'name = "BM25 >> pointwise"', 'input = "BM25"',
+        f'rerank = {{ type = "pointwise", variant = "yesno", template = "pointwise_yesno_product", '
+        f'top_k = {rerank_top} }}', 'baseline = "BM25"']) + "\n"
+
+
+def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_answers(home, chorus, grades,
+                                                                                         capsys):
+    from superb.judges.fill import dev_pairs
+
+    model = GradeModel(grades)
+    out = home / "results" / "fill_me"
+    with FakeServer(responder=model) as srv:
+        (home / "run.toml").write_text(run_spec(['model = "fake-model"', f'base_urls = ["{srv.base_url}"]'],
+                                                TEST_QUERIES, rerank_top=5))
+        assert main(["run", str(home / "run.toml"), "--out", str(out)]) == 0
+        reranker_requests = srv.requests
+        assert reranker_requests == 5 * len(TEST_QUERIES)
+        reranked = set(model.asked)
+        model.asked.clear()
+
+        capsys.readouterr()
+        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4", "--dry-run"]) == 0
+        dry = capsys.readouterr().out.strip().splitlines()[-1]
+        assert srv.requests == reranker_requests and not (out / "llm_qrels.trec").exists()
+
+        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4"]) == 0
+        fill_requests = srv.requests - reranker_requests
+        capsys.readouterr()
+        # zero calls for the systems; the judge's only: dev pairs, and top-5 pairs the reranker did not ask already
+        labels = pd.read_csv(out / "llm_labels.tsv", sep="\t", dtype={"qid": str, "docno": str})
+        fingerprint = json.loads((out / "llm_qrels.json").read_text())
+        titles = {d["docno"]: d["title"] for d in chorus.docs_iter()}
+        queries = chorus.topics().set_index("qid")["query"].to_dict()
+        dev = dev_pairs(chorus, 4)
+        assert fingerprint["dev_pairs"] == len(dev) and dev["qid"].nunique() == 4
+        wanted = {(queries[q], titles[d]) for frame in (dev, labels) for q, d in frame[["qid", "docno"]]
+                  .itertuples(index=False)}
+        assert reranked <= wanted  # BM25's top 5 is a target
+        # each prompt asked once; the reranker's prompts (BM25's top 5, same template) are cache hits
+        assert sorted(model.asked) == sorted(wanted - reranked) and fill_requests == len(wanted - reranked)
+        assert f"): {fill_requests} calls a real run would make" in dry, dry
+        # once more: every answer is cached, the folder comes out the same
+        before = (out / "table.csv").read_text()
+        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4"]) == 0
+        assert srv.requests - reranker_requests == fill_requests and (out / "table.csv").read_text() == before
+
+    assert fingerprint["judge"] == "yesno_product" and fingerprint["model"] == "fake-model"
+    assert len(fingerprint["cuts"]) == 3 and fingerprint["templates"]["yesno_product"]
+    assert fingerprint["counts"]["targets"] == len(labels) and fingerprint["counts"]["labelled"] == len(labels)
+    # targets: the union of the three systems' top 5
+    runs = {n: pd.read_csv(out / p, sep=r"\s+", header=None, names=["qid", "q0", "docno", "rank", "score", "tag"],
+                           dtype={"qid": str, "docno": str})
+            for n, p in json.loads((out / "systems.json").read_text()).items()}
+    tops = set()
+    for run in runs.values():
+        tops |= set(run[run["rank"] <= (run["rank"].min() + 4)][["qid", "docno"]].itertuples(index=False, name=None))
+    assert set(labels[["qid", "docno"]].itertuples(index=False, name=None)) == tops
+    # the filled view, recomputed here: human qrels plus the LLM labels of unjudged pairs
+    human = pd.read_csv(out / "qrels.trec", sep=" ", header=None, names=["qid", "it", "docno", "label"],
+                        dtype={"qid": str, "docno": str})
+    llm = pd.read_csv(out / "llm_qrels.trec", sep=" ", header=None, names=["qid", "it", "docno", "label"],
+                      dtype={"qid": str, "docno": str})
+    assert len(llm) == len(labels)
+    unjudged = llm.merge(human[["qid", "docno"]], how="left", indicator=True).query("_merge == 'left_only'")
+    assert len(unjudged) == fingerprint["counts"]["unjudged"] > 0
+    filled = pd.concat([human, unjudged[human.columns]]).rename(columns={"qid": "query_id", "docno": "doc_id",
+                                                                        "label": "relevance"})
+    filled["relevance"] = filled["relevance"].astype(int)
+    table = pd.read_csv(out / "table.csv", dtype={"family": str})
+    assert set(table["view"]) == {"full", "condensed", "filled"}
+    for name, run in runs.items():
+        r = run.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
+        expected = ir_measures.calc_aggregate([ir_measures.nDCG @ 5], filled, r)[ir_measures.nDCG @ 5]
+        row = table[(table["system"] == name) & (table["view"] == "filled") & (table["measure"] == "nDCG@5")]
+        assert row["mean"].iloc[0] == pytest.approx(expected, abs=1e-9), name
+    # the sentence on conclusions, generated from the table, in table.md, views.md and the folder's README
+    sentence = views_sentence(pd.read_csv(out / "table.csv", dtype={"family": str}, keep_default_na=False))
+    assert sentence and sentence in (out / "views.md").read_text() and sentence in (out / "table.md").read_text()
+    assert "<!-- views: superb judge --fill -->" in (out / "README.md").read_text()
+    study = pd.read_csv(out / "label_study.csv")
+    assert set(study["labels"]) == {"llm", "filled"} and set(study["measure"]) == {"nDCG@5", "P(rel=2)@5"}
+    assert (study["n_queries"] == len(TEST_QUERIES)).all()
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["fill"]["fingerprint"]["cuts"] == fingerprint["cuts"] and "llm_qrels.trec" in prov["files"]
+    with gzip.open(out / "responses.jsonl.gz", "rt") as f:
+        shipped = sum(1 for _ in f)
+    assert shipped == prov["responses"]["rows"] == reranker_requests + fill_requests
+
+
+def verdict_table(rows):
+    return pd.DataFrame(rows, columns=["family", "system", "measure", "view", "verdict"])
+
+
+def test_views_sentence_names_each_changed_conclusion_and_nothing_else():
+    rows = [("baseline:BM25", "RM3", "nDCG@10", "full", "better"),
+            ("baseline:BM25", "RM3", "nDCG@10", "filled", "n.s."),
+            ("baseline:BM25", "RM3", "P@10", "full", "n.s."),
+            ("baseline:BM25", "RM3", "P@10", "filled", "untested"),  # same conclusion: no significant difference
+            ("baseline:BM25", "LLM", "nDCG@10", "full", "worse"),
+            ("baseline:BM25", "LLM", "nDCG@10", "filled", "worse"),
+            ("", "BM25", "nDCG@10", "full", ""), ("", "BM25", "nDCG@10", "filled", "")]
+    table = verdict_table(rows)
+    changes = verdict_changes(table)
+    assert len(changes) == 3 and changes["changed"].tolist() == [True, False, False]
+    text = views_sentence(table)
+    assert text.startswith("1 of the 3 tested comparisons change their conclusion between the views full and filled")
+    assert "- RM3 vs BM25, nDCG@10: better (full), n.s. (filled)" in text and "P@10" not in text
+    same = verdict_table([r for r in rows if r[1] != "RM3" or r[2] != "nDCG@10"])
+    assert views_sentence(same).startswith("No conclusion changes between the views full and filled: each of the 2")
+    assert views_sentence(table[table["view"] == "full"]) == ""
+
+
+@pytest.mark.slow
+def test_fill_with_the_real_05b(home, monkeypatch):
+    """The real 0.5B (embedded) labels two test queries' top 3 of two systems, cut points from 3 dev queries."""
+    from reranker_helpers import _small_model_and_chorus
+
+    _small_model_and_chorus(monkeypatch)
+    out = home / "results" / "fill_real"
+    (home / "run.toml").write_text(run_spec(['embedded_model = "0.5b"', "n_ctx = 2048"], ["q001", "q004"],
+                                            rerank_top=3))
+    assert main(["run", str(home / "run.toml"), "--out", str(out)]) == 0
+    assert main(["judge", "--fill", str(out), "--depth", "3", "--dev-sample", "3"]) == 0
+    fingerprint = json.loads((out / "llm_qrels.json").read_text())
+    counts = fingerprint["counts"]
+    assert fingerprint["model"] and counts["labelled"] == counts["targets"] > 0
+    assert set(pd.read_csv(out / "table.csv")["view"]) == {"full", "condensed", "filled"}
+    assert "llm_qrels.trec" in json.loads((out / "provenance.json").read_text())["files"]
