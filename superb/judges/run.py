@@ -20,6 +20,9 @@ write results/NAME/:
   provenance.json                spec, data set provenance, LLM description, template ids, counts and judge stats,
                                  the mode (live | from_cache) and the shipped responses' summary
 
+The folder is replaced as a whole (superb.atomic: written beside it, then swapped in), so no file of an earlier run
+of another spec survives; a README.md in it is carried over.
+
 Scoring variants run first (in the spec's order: the priority order), then generated variants, then the pairwise
 study. ``mode = "from_cache"`` (`superb judge SPEC --from-cache`) writes the same folder from the cached answers
 alone: a partial but honest report, each judge with its coverage.
@@ -31,6 +34,7 @@ selected queries): queries.tsv, qrels.trec, rewrites.tsv, judgments.jsonl, docno
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 from contextlib import ExitStack
@@ -40,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from superb.atomic import replacing
 from superb.errors import DataError, SpecError
 from superb.experiment import select_topics
 from superb.judges.agreement import per_label
@@ -114,7 +119,12 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None, mod
     if mode == "dry_run":
         with tempfile.TemporaryDirectory(prefix="superb-judge-dry-run-") as scratch:
             return _run(spec, dataset, topics, pool, Path(scratch), llm=llm, mode=mode, t0=t0)
-    return _run(spec, dataset, topics, pool, Path(out_dir), llm=llm, mode=mode, t0=t0)
+    out = Path(out_dir)
+    with replacing(out) as tmp:  # the folder is replaced as a whole (superb.atomic); its README.md is kept
+        if (out / "README.md").is_file():
+            shutil.copy2(out / "README.md", tmp / "README.md")
+        result = _run(spec, dataset, topics, pool, tmp, llm=llm, mode=mode, t0=t0)
+    return {**result, "folder": str(out)}
 
 
 def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame, out: Path, *, llm: Any, mode: str,
