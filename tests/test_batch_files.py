@@ -14,7 +14,7 @@ from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache, Usage
 from superb.llm.batch import CollectingClient, PendingRequest, PendingStore
 from superb.llm.batch_results import import_results, result_body
 from superb.llm.cache import cache_key
-from superb.transformers.base import LLMReranker
+from superb.transformers.base import Reranker
 
 SECRET = "sk-live-batchsecret-0123456789abcdef"
 
@@ -119,7 +119,7 @@ def test_result_body_reads_sglang_single_choice_and_refuses_lines_without_id():
         result_body({"response": {"status_code": 200, "body": body}})
 
 
-class Branchy(LLMReranker):
+class Branchy(Reranker):
     """Each query asks two things at once: one at once, one after a pause (a late sibling)."""
 
     type_name = "branchy"

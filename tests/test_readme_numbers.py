@@ -56,7 +56,7 @@ def test_every_readme_states_its_results_in_checked_blocks():
     assert len(list(blocks())) >= 8, "README.md and the results READMEs mark their numbers"
 
 
-@pytest.mark.parametrize("readme, sources, text", blocks())
+@pytest.mark.parametrize("readme, sources, text", list(blocks()))
 def test_numbers_are_in_the_named_files(readme, sources, text):
     values = file_values(sources)
     missing = [t.group(0) for t in WRITTEN.finditer(text) if not found(t, values)]

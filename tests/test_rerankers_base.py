@@ -1,4 +1,4 @@
-"""LLMReranker base behaviour: empty frame, columns, top_k split, docnos preserved, strict spec options."""
+"""Reranker base behaviour: empty frame, columns, top_k split, docnos preserved, strict spec options."""
 
 import re
 from collections import Counter
@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 from superb.errors import SpecError
-from superb.transformers.base import COMMON_OPTIONS, Candidates, LLMReranker, read_options, scores_from_order
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, read_options, scores_from_order
 from superb.transformers.registry import BuildContext, build_reranker, reranker_class
 from superb.llm.text import ProductText, truncate
 
 
-class ReverseByLength(LLMReranker):
+class ReverseByLength(Reranker):
     """Scores = text length: a deterministic stand-in that needs no LLM."""
 
     type_name = "reverse"

@@ -47,7 +47,7 @@ def test_memo_runs_a_shared_prefix_once_per_input():
 
 def test_rerankers_carry_the_pipeline_name_as_progress_label(tmp_path):
     from superb.data import load_dataset
-    from superb.transformers.base import LLMReranker
+    from superb.transformers.base import Reranker
 
     docs = tmp_path / "docs.jsonl"
     docs.write_text(json.dumps({"docno": "d1", "title": "usb cable"}) + "\n")
@@ -58,7 +58,7 @@ def test_rerankers_carry_the_pipeline_name_as_progress_label(tmp_path):
     one = PipelineSpec(name="BM25 >> pointwise", path="pipelines[1]", input="BM25",
                        rerank=({"type": "pointwise", "top_k": 5},))
     [r] = _rerankers(one, dataset, llm=object(), seed=0, progress=False)
-    assert isinstance(r, LLMReranker) and r.label == "BM25 >> pointwise" and r.progress is False
+    assert isinstance(r, Reranker) and r.label == "BM25 >> pointwise" and r.progress is False
     assert r.tag == "pipelines[1].rerank[0]"  # the key path stays the usage tag
     assert r.progress_bar(5).disable  # progress=False reaches the bar
     two = PipelineSpec(name="BM25 >> shuffle >> listwise", path="pipelines[2]", input="BM25",

@@ -3,7 +3,7 @@
 Everything is imported lazily: ``import superb.transformers`` loads no model client and no PyTerrier.
 
 - ``build_reranker(options, *, context, path)`` and ``BuildContext(dataset, llm, seed)``: from a spec table.
-- ``LLMReranker``, ``Candidates``: the base class to subclass (see ``superb.transformers.base``).
+- ``Reranker``, ``Candidates``: the base class to subclass (see ``superb.transformers.base``).
 - ``ProductText``: product fields rendered for prompts within a token budget.
 - ``PointwiseReranker``, ``DeliberatedReranker``, ``ListwiseReranker``, ``SlidingWindowReranker``, ``Shuffle``,
   ``RandomReranker``; ``parse_permutation`` (listwise output parsing, pure).
@@ -17,7 +17,7 @@ _EXPORTS = {
     "build_reranker": "registry",
     "BuildContext": "registry",
     "RERANKERS": "registry",
-    "LLMReranker": "base",
+    "Reranker": "base",
     "Candidates": "base",
     "ProductText": "superb.llm.text",
     "PointwiseReranker": "pointwise",

@@ -1,4 +1,5 @@
-"""The base class of every LLM reranker, and the strict option reading shared by their ``from_spec``.
+"""``Reranker``, the base class of every top-k reranker (LLM or not: the bi-encoder and the controls make no LLM
+call), and the strict option reading shared by their ``from_spec``.
 
 Subclassing contract (stable; rerankers-2 builds pairwise, rubric and bi-encoder rerankers on it):
 
@@ -52,7 +53,7 @@ FIRST_STAGE_SCORE = "first_stage_score"  # the retrieval score, kept through rer
 
 @dataclass(frozen=True)
 class Candidates:
-    """The top_k of one query, handed to ``LLMReranker.score``: parallel tuples in first-stage order (best first)."""
+    """The top_k of one query, handed to ``Reranker.score``: parallel tuples in first-stage order (best first)."""
 
     qid: str
     query: str
@@ -73,7 +74,7 @@ def scores_from_order(order: Sequence[int]) -> list[float]:
     return scores
 
 
-class LLMReranker(_TransformerBase):
+class Reranker(_TransformerBase):
     """Reranks the top ``top_k`` candidates of each query with ``score``; see the module docstring for the contract."""
 
     type_name = "llm"  # the spec's `type`; subclasses override

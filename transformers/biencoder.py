@@ -19,7 +19,7 @@ import numpy as np
 
 from superb.errors import DataError, MissingDependencyError
 from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, LLMReranker, Opt, positive_int, product_text, read_options, unit_float,
+    COMMON_OPTIONS, Candidates, Reranker, Opt, positive_int, product_text, read_options, unit_float,
 )
 from superb.llm.text import ProductText
 
@@ -116,7 +116,7 @@ OPTIONS: dict[str, Opt] = {
 }
 
 
-class BiEncoderReranker(LLMReranker):
+class BiEncoderReranker(Reranker):
     """Rerank the top_k (default 100) by all-MiniLM-L6-v2 cosine, optionally fused with the first-stage score.
 
     ``stats``: base counters plus ``encoded_texts`` (texts run through the model) and ``embedding_cache_hits``.

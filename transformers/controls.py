@@ -5,7 +5,7 @@
   the input order of what follows: ``score`` is rewritten to n - position and ``rank`` follows (the input score is kept
   as ``first_stage_score``, as a reranker keeps it). Used for the
   order-sensitivity study (SUPERB: listwise reranking suffers badly from a shuffled input).
-- ``RandomReranker(seed, top_k=20)``: an LLMReranker that scores the top_k at random: the floor any reranker must
+- ``RandomReranker(seed, top_k=20)``: an Reranker that scores the top_k at random: the floor any reranker must
   beat.
 
 Both draw from a generator seeded by (seed, qid) (crc32 of the qid, not Python's salted hash), so results do not
@@ -24,7 +24,7 @@ import pandas as pd
 from superb.transformers.base import (
     FIRST_STAGE_SCORE,
     Candidates,
-    LLMReranker,
+    Reranker,
     Opt,
     non_negative_int,
     positive_int,
@@ -79,7 +79,7 @@ class Shuffle(_TransformerBase):
             return pt.model.add_ranks(inp.copy())
         parts = []
         for qid, group in inp.groupby("qid", sort=False):
-            group = LLMReranker._prior_order(group)
+            group = Reranker._prior_order(group)
             k = len(group) if self.top_k is None else min(self.top_k, len(group))
             if FIRST_STAGE_SCORE not in group.columns:  # the retrieval score survives the rewrite below
                 group = group.assign(**{FIRST_STAGE_SCORE: group["score"].astype("float64")})
@@ -92,7 +92,7 @@ class Shuffle(_TransformerBase):
         return pt.model.add_ranks(pd.concat(parts))
 
 
-class RandomReranker(LLMReranker):
+class RandomReranker(Reranker):
     type_name = "random"
     needs_text = False
 

@@ -39,7 +39,7 @@ from superb.llm.types import ChatRequest, Completion
 from superb.transformers.base import (
     COMMON_OPTIONS,
     Candidates,
-    LLMReranker,
+    Reranker,
     Opt,
     one_of,
     positive_int,
@@ -56,7 +56,7 @@ CONFIDENCE_MODES = ("logprobs", "stated")
 LABELS = {"grade": "deliberated_label", "yesno": "deliberated_yesno", "checklist": "deliberated_checklist"}
 
 
-class DeliberatedReranker(LLMReranker):
+class DeliberatedReranker(Reranker):
     type_name = "deliberated"
 
     def __init__(self, llm: Any, *, confidence: str = "logprobs", attribute_tokens: int = 160, label: str = "grade",

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.transformers.base import FIRST_STAGE_SCORE, LLMReranker, read_options, Opt
+from superb.transformers.base import FIRST_STAGE_SCORE, Reranker, read_options, Opt
 
 try:
     import pyterrier as pt
@@ -98,7 +98,7 @@ class Fuse(_TransformerBase):
         columns = self.columns(inp)
         parts = []
         for _, group in inp.groupby("qid", sort=False):
-            group = LLMReranker._prior_order(group)
+            group = Reranker._prior_order(group)
             values = group[list(columns)].to_numpy(dtype="float64")
             scored = np.isfinite(values).all(axis=1)
             fused = np.full(len(group), np.nan)

@@ -17,7 +17,7 @@ from superb.errors import SpecError
 from superb.transformers.base import (
     COMMON_OPTIONS,
     Candidates,
-    LLMReranker,
+    Reranker,
     Opt,
     non_negative_int,
     one_of,
@@ -30,7 +30,7 @@ from superb.transformers.base import (
 from superb.transformers.window import MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
 
 
-class ListwiseReranker(LLMReranker):
+class ListwiseReranker(Reranker):
     type_name = "listwise"
 
     def __init__(self, llm: Any, *, method: str = "generation", shuffles: int = 0, seed: int = 0, **kw: Any):

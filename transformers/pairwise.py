@@ -17,7 +17,7 @@ from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.transformers.aggregation import AllPairs, MergeSort, strategy as make_strategy
 from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, LLMReranker, Opt, one_of, product_text, read_options, require_llm,
+    COMMON_OPTIONS, Candidates, Reranker, Opt, one_of, product_text, read_options, require_llm,
     scores_from_order,
 )
 from superb.llm.comparator import PairwiseComparator, PromptTemplate
@@ -44,14 +44,14 @@ OPTIONS: dict[str, Opt] = {
 class _Counted:
     """Adapter giving the comparator an ``acomplete`` that goes through the reranker's counted ``complete``."""
 
-    def __init__(self, reranker: LLMReranker):
+    def __init__(self, reranker: Reranker):
         self._reranker = reranker
 
     async def acomplete(self, request: ChatRequest) -> Completion:
         return await self._reranker.complete(request)
 
 
-class PairwiseReranker(LLMReranker):
+class PairwiseReranker(Reranker):
     """Rerank the top_k of each query by pairwise LLM preferences.
 
     ``stats`` holds the base counters (calls, failures, tokens, queries, reranked...) plus ``comparisons`` (pairs

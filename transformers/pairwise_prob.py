@@ -32,7 +32,7 @@ from superb.llm.preference import DEFAULT_TEMPLATE, PairwisePreference
 from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest, Completion
 from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, LLMReranker, Opt, one_of, positive_int, product_text, read_options, require_llm,
+    COMMON_OPTIONS, Candidates, Reranker, Opt, one_of, positive_int, product_text, read_options, require_llm,
     scores_from_order, spec_error,
 )
 from superb.transformers.selection import BubbleTopK, PairMergeSort, SoftAllPairs
@@ -60,14 +60,14 @@ def pair_strategy(name: str, passes: int = 10) -> SoftAllPairs | BubbleTopK | Pa
 class Counted:
     """An ``acomplete`` that goes through a reranker's counted ``complete`` (for LLM-layer objects)."""
 
-    def __init__(self, reranker: LLMReranker):
+    def __init__(self, reranker: Reranker):
         self._reranker = reranker
 
     async def acomplete(self, request: ChatRequest) -> Completion:
         return await self._reranker.complete(request)
 
 
-class PairwiseProbReranker(LLMReranker):
+class PairwiseProbReranker(Reranker):
     type_name = "pairwise_prob"
 
     def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,

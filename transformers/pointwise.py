@@ -29,7 +29,7 @@ from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
 from superb.transformers.base import (
     COMMON_OPTIONS,
     Candidates,
-    LLMReranker,
+    Reranker,
     Opt,
     one_of,
     positive_int,
@@ -70,7 +70,7 @@ def fuse(llm_scores: Sequence[float], prior_scores: Sequence[float], alpha: floa
     return [alpha * s + (1.0 - alpha) * p for s, p in zip(llm_scores, prior)]
 
 
-class PointwiseReranker(LLMReranker):
+class PointwiseReranker(Reranker):
     type_name = "pointwise"
 
     def __init__(self, llm: Any, *, variant: str = "best", template: str | None = None, fusion: float = 1.0,

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from superb.llm.types import ChatRequest
 from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, LLMReranker, Opt, positive_int, product_text, read_options, require_llm,
+    COMMON_OPTIONS, Candidates, Reranker, Opt, positive_int, product_text, read_options, require_llm,
     scores_from_order,
 )
 from superb.llm.comparator import AsyncLLM, PromptTemplate, load_template
@@ -309,7 +309,7 @@ class RubricReward:
 OPTIONS: dict[str, Opt] = {**COMMON_OPTIONS, "m": Opt(10, positive_int)}
 
 
-class RubricReranker(LLMReranker):
+class RubricReranker(Reranker):
     """Zero-shot RubricRanker over the top_k (default 20): generate weighted rubrics, select at most ``m`` products.
 
     ``selections[qid]`` keeps (rubrics, selected docnos in order) for set-level evaluation with RubricReward.

@@ -32,7 +32,7 @@ from superb.llm.preference import Choice, count_choice, read_choice
 from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest
 from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, LLMReranker, Opt, one_of, positive_int, product_text, read_options, require_llm,
+    COMMON_OPTIONS, Candidates, Reranker, Opt, one_of, positive_int, product_text, read_options, require_llm,
     scores_from_order, spec_error,
 )
 from superb.transformers.pairwise_prob import boolean
@@ -48,7 +48,7 @@ def label_list(n: int) -> str:
     return labels[0] if n == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
 
 
-class SetwiseReranker(LLMReranker):
+class SetwiseReranker(Reranker):
     type_name = "setwise"
 
     def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,
