@@ -60,7 +60,10 @@ def _cmd_judge(args) -> int:
     out = args.out or Path(spec.output or Path("results") / spec.name)
     result = run_judge_spec(spec, out, mode=mode)
     if mode == "dry_run":
-        return _print_dry_run(result["usage"], f"{spec.name}: {result['counts']['pairs']} pool pairs")
+        counts = result["counts"]
+        what = [f"{counts['pairs']} pool pairs"] * bool(spec.variants) + \
+            [f"{counts['pairwise_pairs']} pairwise pairs"] * bool(spec.pairwise)
+        return _print_dry_run(result["usage"], f"{spec.name}: {', '.join(what)}")
     if spec.benchmark is not None:
         print(f"{spec.name}: benchmark of {result['counts']['queries']} queries, {result['counts']['judgments']} "
               f"judged pairs, labels {result['counts']['labels']}, rewrites {result['stats']}")

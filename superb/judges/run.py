@@ -183,7 +183,8 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
             llm_info["usage"] = _jsonable(llm.usage.to_dict())
         if mode == "dry_run":
             return {"usage": llm.usage.to_dict() if hasattr(llm, "usage") else {}, "llm": llm_info,
-                    "counts": {"queries": len(topics), "pairs": len(pool)}}
+                    "counts": {"queries": len(topics), "pairs": len(pool) if spec.variants else 0,
+                               "pairwise_pairs": (variants.get("pairwise_study") or {}).get("pairs", 0)}}
         from superb.llm.ship import response_log
 
         log = response_log(llm)
