@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from fakeserver import FakeServer
@@ -23,14 +21,8 @@ def test_counts_calls_and_estimates_tokens_without_calling():
         out = client.complete_many(reqs)
     assert all(c.failed and c.error == "dry-run" and c.text == "" for c in out)
     row = client.usage.row("pw")
-    # chars/4 per message (8/4 + 40/4 = 12) plus 4 per message for the chat template (8): 20 per request; the five
-    # requests are identical: one call, four answered by it (coalesced or from the cache in a real run)
-    assert (row.calls, row.dry_run, row.prompt_tokens, row.completion_tokens, row.coalesced) == (1, 1, 20, 3, 4)
-    with DryRunClient(replace(REMOTE, cache="off")) as client:
-        for r in reqs:  # one after the other, no cache: a real run sends each
-            client.complete(r)
-    row = client.usage.row("pw")
-    assert (row.calls, row.prompt_tokens) == (5, 100)
+    # chars/4 per message (8/4 + 40/4 = 12) plus 4 per message for the chat template (8): 20 per request
+    assert (row.calls, row.dry_run, row.prompt_tokens, row.completion_tokens) == (5, 5, 100, 15)
 
 
 def test_uses_the_server_tokenizer_when_given():

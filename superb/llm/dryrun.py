@@ -5,9 +5,7 @@ Each request it does not find in the cache is counted in Usage (calls, dry_run, 
 completion_tokens = max_tokens as an upper bound) and answered with a placeholder ``Completion`` that has
 failed=True and error="dry-run": callers take their counted fallback path, as for any failed call. Cached
 requests are served from the cache as usual (they would cost nothing), and a request identical to one in flight is
-coalesced as the real client does (superb.llm.client); with a cache that stores answers (normal, refresh), one
-identical to a request already counted is counted as coalesced too (the real run finds that answer in its cache),
-so the count is what the real run would send.
+coalesced as the real client does (superb.llm.client), so the count is what the real run would send.
 
 Prompt tokens: the server's /tokenize when ``tokenize_url`` is given (e.g. http://127.0.0.1:PORT, llama.cpp),
 else characters / 4; plus 4 tokens per message for the chat template.
@@ -46,7 +44,6 @@ class DryRunClient(_ClientBase):
         self.usage = usage if usage is not None else Usage()
         self.tokenize_url = tokenize_url.rstrip("/") if tokenize_url else None
         self.info = {"model": self.model, "endpoints": [], "dry_run": True}
-        self._counted: set[str] = set()  # cache keys of the calls counted so far
 
     def __repr__(self) -> str:
         return f"DryRunClient(model={self.model!r}, usage={self.usage})"
@@ -58,13 +55,6 @@ class DryRunClient(_ClientBase):
             return None
 
     async def _fetch(self, request: ChatRequest) -> Completion:
-        from superb.llm.cache import cache_key
-
-        key = cache_key(self.model, request)
-        if key in self._counted and self.config.cache in ("normal", "refresh"):  # the real run's cache answers it
-            self.usage.record(request.tag, self.model, coalesced=1)
-            return Completion(text="", prompt_tokens=0, failed=True, error=DRY_RUN_ERROR)
-        self._counted.add(key)
         tokens = await self.count_prompt_tokens(request)
         self.usage.record(request.tag, self.model, calls=1, dry_run=1, prompt_tokens=tokens,
                           completion_tokens=request.max_tokens)
