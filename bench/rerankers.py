@@ -221,14 +221,36 @@ def section_latency(args) -> dict:
             "rows": results}
 
 
+class _Served:
+    """A model already served by `superb llm serve` (SUPERB_EMBEDDED_URL): nothing to stop."""
+
+    def __init__(self, url: str, alias: str):
+        self.base_url, self.alias = url, alias
+
+    def stop(self) -> None:
+        pass
+
+
 def embedded(key: str):
+    """The embedded model: the server SUPERB_EMBEDDED_URL names (the bench then measures that server's settings),
+    else one started here (1 slot, the default threads)."""
     from superb.llm import LLMClient, LLMConfig
+    from superb.llm.connect import running_embedded_server
     from superb.llm.model import MODELS, resolve_model
     from superb.llm.server import EmbeddedServer
 
-    path = resolve_model(key, download=False)
-    srv = EmbeddedServer(path, alias=MODELS[key].alias, n_ctx=4096).start()
+    url = running_embedded_server(MODELS[key].alias)
+    if url:
+        srv = _Served(url, MODELS[key].alias)
+    else:
+        path = resolve_model(key, download=False)
+        srv = EmbeddedServer(path, alias=MODELS[key].alias, n_ctx=4096).start()
     return srv, LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None)
+
+
+def real_key(model: str) -> str:
+    """The results key of the real section: "real" for the 0.5B (as first written), "real_1.5b" for the 1.5B."""
+    return "real" if model == "0.5b" else f"real_{model}"
 
 
 def section_cache(args) -> dict:
@@ -268,7 +290,10 @@ def section_real(args, results: dict | None = None) -> dict:
     ds, run = chorus(args.dev_queries, args.k, split="dev")
     qrels = ds.qrels()
     nq = int(run["qid"].nunique())
-    out = {"model": f"{MODELS[args.model].alias} (embedded llama.cpp, 1 slot, client concurrency 4)",
+    served = os.environ.get("SUPERB_EMBEDDED_URL")
+    out = {"model": f"{MODELS[args.model].alias} (embedded llama.cpp, 1 slot"
+                    f"{', threads ' + args.server_threads if served and args.server_threads else ''}, "
+                    f"client concurrency 4)",
            "queries": nq, "split": "dev", "k": args.k, "first_stage": f"PISA BM25 top {args.k}", "fields": ["title"],
            "BM25": evaluate(run, qrels), "rows": [],
            "note": "cached_share = sum(timings.cache_n) / sum(usage.prompt_tokens); response cache off; "
@@ -299,16 +324,16 @@ def section_real(args, results: dict | None = None) -> dict:
             out["rows"].append(row)
             print(row, flush=True)
             if results is not None:  # keep what is done if the run is cut short
-                results["real"] = out
+                results[real_key(args.model)] = out
                 write(results)
     finally:
         llm.close()
         srv.stop()
-    plot_cost(out)
+    plot_cost(out, f"rerankers_cost{'' if args.model == '0.5b' else '_' + args.model}.png")
     return out
 
 
-def plot_cost(real: dict) -> None:
+def plot_cost(real: dict, name: str = "rerankers_cost.png") -> None:
     """nDCG@10 against prompt tokens per query (log scale), one point per reranker; BM25 as a line."""
     import matplotlib
 
@@ -331,7 +356,7 @@ def plot_cost(real: dict) -> None:
     ax.legend()
     fig.tight_layout()
     OUT.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT / "rerankers_cost.png", dpi=120)
+    fig.savefig(OUT / name, dpi=120)
     plt.close(fig)
 
 
@@ -415,8 +440,8 @@ def write(results: dict) -> None:
         lines += [f"| {r['reranker']} | {r['calls']} | {r['prompt_tokens']} | {r['cached_prompt_tokens']} | "
                   f"{r['cached_share']} | {r['wall_s']} |" for r in ca["rows"]]
         lines.append("")
-    if "real" in results:
-        r_ = results["real"]
+    for key in [k for k in results if k == "real" or k.startswith("real_")]:
+        r_ = results[key]
         lines += [f"## Every reranker on {r_['model']}: {r_['queries']} Chorus {r_['split']} queries, "
                   f"{r_['first_stage']} ({r_['note']})", "", f"BM25: {r_['BM25']}", "",
                   "| reranker | queries at once | calls/query | prompt tokens/query | completion tokens/query | "
@@ -450,6 +475,8 @@ def main() -> None:
     parser.add_argument("--model", default="0.5b", choices=["0.5b", "1.5b"], help="embedded model of the real section")
     parser.add_argument("--k", type=int, default=20, help="top_k of the real section")
     parser.add_argument("--rerankers", nargs="+", default=None, help="subset of the real section (names as listed)")
+    parser.add_argument("--server-threads", default="",
+                        help="with SUPERB_EMBEDDED_URL: the threads that server runs (recorded, not checked)")
     parser.add_argument("--sequential-queries", action="store_true",
                         help="real section: rerank one query at a time (default: all at once, as superb run does)")
     args = parser.parse_args()
@@ -462,7 +489,8 @@ def main() -> None:
     for name in args.sections.split(","):
         if name not in sections:
             raise SystemExit(f"unknown section {name!r}; choose from {sorted(sections)}")
-        results[name] = sections[name](args, results) if name in ("dev", "real") else sections[name](args)
+        key = real_key(args.model) if name == "real" else name
+        results[key] = sections[name](args, results) if name in ("dev", "real") else sections[name](args)
         write(results)
 
 

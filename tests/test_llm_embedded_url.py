@@ -19,6 +19,7 @@ def test_a_running_server_of_the_same_model_is_used_and_recorded(monkeypatch, tm
             assert llm.complete(ChatRequest.chat(None, "hi")).text == "yes"
             assert llm.info["endpoints"] == [srv.base_url] and llm.info["server_started"] is False
             assert "SUPERB_EMBEDDED_URL" in llm.info["served_by"]
+            assert llm.info["threads"] is None and llm.info["n_ctx"] is None  # the server's own, not the spec's
         assert len(srv.received) == 1
 
 

@@ -117,7 +117,9 @@ def _embedded_starter(config: LLMConfig, key: str, stack: ExitStack,
     def start() -> LLMConfig:
         served = running_embedded_server(config.model)
         if served is not None:
-            info.update(server_started=False, endpoints=[served], served_by=f"{EMBEDDED_URL_ENV} (superb llm serve)")
+            # the serving process chose its own threads, context and slots: not this spec's (unknown here)
+            info.update(server_started=False, endpoints=[served], served_by=f"{EMBEDDED_URL_ENV} (superb llm serve)",
+                        threads=None, n_ctx=None, n_parallel=None)
             return config.with_(base_urls=(served,))
         from superb.llm.model import resolve_model
         from superb.llm.server import EmbeddedServer
