@@ -3,7 +3,10 @@
 ``with replacing(Path("results/NAME")) as tmp:`` yields a new, empty sibling folder ``results/.NAME.writing-PID``;
 the writer fills it; on a clean exit the finished folder takes NAME's place and the old one is deleted. So:
 
-* no file of an earlier run survives (a run file of a system since renamed, a gain plot of a dropped baseline);
+* no file of an earlier run survives (a run file of a system since renamed, a gain plot of a dropped baseline),
+  except the folder's README.md (``KEPT``): superb never writes one itself, it is the reader's account of the
+  results (the numbers in it are checked against the new files by tests/test_readme_numbers.py), and a re-run must
+  not delete it;
 * an exception, Ctrl-C or a kill while writing leaves the old folder exactly as it was (the unfinished sibling is
   removed on the way out, or, after a kill, by the next write of the same folder);
 * readers never see a half-written folder: on Linux the swap is one ``renameat2(RENAME_EXCHANGE)`` call; elsewhere
@@ -29,6 +32,7 @@ from pathlib import Path
 from superb.errors import SuperbError
 
 MARKERS = ("provenance.json", "table.csv", "table.md")  # files every folder superb writes has (or had, if partial)
+KEPT = ("README.md",)  # carried into the new folder when the writer did not write it (see the module doc)
 _WRITING, _REPLACED = "writing", "replaced"
 
 
@@ -44,6 +48,9 @@ def replacing(out: Path) -> Iterator[Path]:
     tmp.mkdir()
     try:
         yield tmp
+        for name in KEPT:
+            if (out / name).is_file() and not (tmp / name).exists():
+                shutil.copy2(out / name, tmp / name)
         _swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

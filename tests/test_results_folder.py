@@ -82,9 +82,12 @@ def test_a_reused_folder_keeps_no_file_of_the_earlier_run(data):
     write_results(run(data, SYSTEMS_A), out)
     assert (out / "runs" / "BM25__random.run").is_file() and (out / "gain_BM25__random.png").is_file()
     (out / "notes.md").write_text("a file the writer did not write")
+    (out / "README.md").write_text("the reader's account of these results")
     write_results(run(data, SYSTEMS_B), out)
     files = set(snapshot(out))
-    assert files == set(json.loads((out / "provenance.json").read_text())["files"])  # exactly what it wrote
+    # exactly what it wrote, and the folder's README.md, which superb never writes and a re-run must not delete
+    assert files == set(json.loads((out / "provenance.json").read_text())["files"]) | {"README.md"}
+    assert (out / "README.md").read_text() == "the reader's account of these results"
     assert "runs/BM25__random.run" not in files and "gain_BM25__random.png" not in files and "notes.md" not in files
     assert json.loads((out / "systems.json").read_text()) == {"BM25": "runs/BM25.run",
                                                               "BM25 >> shuffle": "runs/BM25__shuffle.run"}

@@ -34,7 +34,6 @@ selected queries): queries.tsv, qrels.trec, rewrites.tsv, judgments.jsonl, docno
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import time
 from contextlib import ExitStack
@@ -121,8 +120,6 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None, mod
             return _run(spec, dataset, topics, pool, Path(scratch), llm=llm, mode=mode, t0=t0)
     out = Path(out_dir)
     with replacing(out) as tmp:  # the folder is replaced as a whole (superb.atomic); its README.md is kept
-        if (out / "README.md").is_file():
-            shutil.copy2(out / "README.md", tmp / "README.md")
         result = _run(spec, dataset, topics, pool, tmp, llm=llm, mode=mode, t0=t0)
     return {**result, "folder": str(out)}
 
