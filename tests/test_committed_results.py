@@ -53,10 +53,16 @@ def folder_data(name: str):
     qrels = list(ir_measures.read_trec_qrels(str(folder / "qrels.trec")))
     topics = set(pd.read_csv(folder / "topics.tsv", sep="\t", header=None, dtype=str)[0])
     runs = {s: read_run(folder / f) for s, f in systems.items()}
+    if (folder / "llm_qrels.trec").is_file():  # the "filled" view: human labels, LLM labels where there is none
+        human = {(q.query_id, q.doc_id) for q in qrels}
+        qrels = {"human": qrels, "filled": qrels + [q for q in ir_measures.read_trec_qrels(str(folder / "llm_qrels.trec"))
+                                                    if (q.query_id, q.doc_id) not in human]}
     return table, runs, qrels, topics
 
 
 def per_query(run: pd.DataFrame, qrels, topics: set, measure: str, view: str) -> pd.Series:
+    if isinstance(qrels, dict):
+        qrels = qrels["filled" if view == "filled" else "human"]
     m = ir_measures.parse_measure(measure)
     if view == "condensed":
         m = m(judged_only=True)
