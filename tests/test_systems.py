@@ -38,8 +38,9 @@ def test_memo_runs_a_shared_prefix_once_per_input():
     first, second = a(TOPICS), b(TOPICS)
     assert inner.calls == 1 and shared.runs == 1  # two pipelines, one retrieval
     assert second["score"].tolist() == [3.0, 2.0, 1.0] * 2 and first["score"].tolist() == [-3.0, -2.0, -1.0] * 2
-    shared(TOPICS).loc[0, "score"] = 99  # callers get copies: the stored run cannot be changed from outside
-    assert shared(TOPICS).loc[0, "score"] == 3.0
+    got = shared(TOPICS)
+    got.loc[0, "score"] = 99  # callers get copies: the stored run cannot be changed from outside
+    assert got.loc[0, "score"] == 99 and shared(TOPICS).loc[0, "score"] == 3.0
     shared(TOPICS.head(1))  # another input: computed
     assert inner.calls == 2
     assert shared(TOPICS.head(0)).empty and inner.calls == 2  # pt.Experiment's empty probe: no work counted
