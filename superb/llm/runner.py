@@ -89,11 +89,27 @@ class LoopThread:
             self._loop = self._thread = None
         if loop is None or loop.is_closed():
             return
+        if loop.is_running() and thread is not threading.current_thread():
+            # work still pending (a Ctrl-C cancelled the wait while thousands of calls were queued): let the
+            # cancellations finish before the loop stops, so nothing is destroyed while pending (asyncio's noise)
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_pending(), loop).result(timeout=5)
+            except Exception:  # noqa: BLE001 - closing must not fail; the loop is stopped below either way
+                pass
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
         if not loop.is_running():
             loop.close()
+
+
+async def _cancel_pending() -> None:
+    """Cancel every other task of the running loop and wait until they have finished."""
+    me = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def gather_cancelling(coros: Iterable[Awaitable[T]]) -> list[T]:
