@@ -5,7 +5,10 @@ no file of an earlier run survives and an interrupted write leaves the earlier f
 
 Layout of ``results/NAME/``:
   table.md, table.csv      Table-4-style report (means per view, raw and corrected p-values, reject flags, the
-                           family of each test and its size); head-to-head families in their own section
+                           family of each test and its size); head-to-head families in their own section.
+                           table.csv names each measure as ir_measures computes it from runs/ and qrels.trec
+                           (condensed: nDCG(judged_only=True)@10); a view with labels of its own (filled) is in
+                           table_<view>.csv (superb.eval.table_files; read both with read_table)
   perquery.csv             one row per (system, view, qid, measure), plus Judged@10 (view "full")
   usage.csv                LLM calls, tokens, cache hits, reranker repairs/fallbacks per system
   runs/SYSTEM.run          TREC run files (pt.io), scores strictly decreasing in rank order (superb.pipelines.ties):
@@ -149,7 +152,8 @@ def _write_folder(result: ExperimentResult, ev: Evaluation, out_dir: Path) -> No
 def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
     """table.md (with, when there are several views, whether a conclusion changes between them), table.csv and
     perquery.csv of an evaluation; ``usage``: usage_frame's columns (or a folder's usage.csv)."""
-    from superb.eval.report import format_markdown, views_sentence, write_csv
+    from superb.eval.report import format_markdown, views_sentence
+    from superb.eval.table_files import write_tables
 
     usage = usage.set_index("system")
     judged = ev.perquery[ev.perquery["measure"].str.startswith("Judged")].groupby("system")["value"].mean()
@@ -163,7 +167,7 @@ def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, o
         f"# {result.spec.name}\n\n{result.spec.description}\n\n"
         + format_markdown(ev.table, [repr(m) for m in ev.measures], order, ev.info, extra=extra)
         + (f"\n## Views\n\n{sentence}" if sentence else ""), encoding="utf-8")
-    write_csv(ev.table, out_dir / "table.csv")
+    write_tables(ev.table, out_dir)
     ev.perquery.to_csv(out_dir / "perquery.csv", index=False)
 
 
@@ -233,7 +237,7 @@ def read_run(path: str | Path) -> pd.DataFrame:
 
 
 def read_table(result_dir: Path) -> pd.DataFrame:
-    path = Path(result_dir) / "table.csv"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: is {result_dir} a folder written by `superb run`?")
-    return pd.read_csv(path)
+    """The table of a results folder, every view (superb.eval.table_files), measures under their spec names."""
+    from superb.eval.table_files import read_tables
+
+    return read_tables(result_dir)

@@ -1,6 +1,9 @@
 """Every committed results folder re-derives from its own files by a path independent of superb: ir_measures reads
 runs/*.run and qrels.trec (as trec_eval would), scipy tests the per-query values, statsmodels corrects them; the
-means, p-values, corrected p-values and family sizes must be table.csv's.
+means, p-values, corrected p-values and family sizes must be table.csv's. Each row of table.csv is recomputed under
+its measure's own name, whatever its view column says (the condensed view is written as ir_measures' judged_only
+measures), so any evaluator that reads table.csv, the run files and qrels.trec agrees with it; the rows of
+table_filled.csv with qrels.trec plus the LLM labels of llm_qrels.trec for unjudged products.
 
 Folders written before ties were broken at the first stage (issue 10) carry first-stage runs with tied scores, whose
 rank order is not trec_eval's: their systems are checked only where both run files have strictly decreasing scores,
@@ -44,32 +47,43 @@ def strictly_decreasing(run: pd.DataFrame) -> bool:
 
 
 def folder_data(name: str):
+    """table (with a column ``labels``: "human" for table.csv, "filled" for table_filled.csv), runs, qrels per
+    labels, topics."""
     folder = RESULTS / name
-    table = pd.read_csv(folder / "table.csv")
+    table = pd.read_csv(folder / "table.csv").assign(labels="human")
     if "view" not in table.columns:
         table = table.assign(view="full", family=np.where(table["baseline"].notna(), "baseline:" +
                                                           table["baseline"].fillna(""), ""))
     systems = json.loads((folder / "systems.json").read_text())
-    qrels = list(ir_measures.read_trec_qrels(str(folder / "qrels.trec")))
+    human = list(ir_measures.read_trec_qrels(str(folder / "qrels.trec")))
+    qrels = {"human": human}
     topics = set(pd.read_csv(folder / "topics.tsv", sep="\t", header=None, dtype=str)[0])
     runs = {s: read_run(folder / f) for s, f in systems.items()}
-    if (folder / "llm_qrels.trec").is_file():  # the "filled" view: human labels, LLM labels where there is none
-        human = {(q.query_id, q.doc_id) for q in qrels}
-        qrels = {"human": qrels, "filled": qrels + [q for q in ir_measures.read_trec_qrels(str(folder / "llm_qrels.trec"))
-                                                    if (q.query_id, q.doc_id) not in human]}
+    if (folder / "table_filled.csv").is_file():  # the "filled" view: human labels, LLM labels where there is none
+        judged = {(q.query_id, q.doc_id) for q in human}
+        qrels["filled"] = human + [q for q in ir_measures.read_trec_qrels(str(folder / "llm_qrels.trec"))
+                                   if (q.query_id, q.doc_id) not in judged]
+        table = pd.concat([table, pd.read_csv(folder / "table_filled.csv").assign(labels="filled")],
+                          ignore_index=True)
     return table, runs, qrels, topics
 
 
-def per_query(run: pd.DataFrame, qrels, topics: set, measure: str, view: str) -> pd.Series:
-    if isinstance(qrels, dict):
-        qrels = qrels["filled" if view == "filled" else "human"]
+def per_query(run: pd.DataFrame, qrels: list, topics: set, measure: str) -> pd.Series:
     m = ir_measures.parse_measure(measure)
-    if view == "condensed":
-        m = m(judged_only=True)
     judged = {q.query_id for q in qrels} & topics
     scored = [ir_measures.ScoredDoc(q, d, s) for q, d, s in zip(run["qid"], run["docno"], run["score"])]
     values = {r.query_id: r.value for r in ir_measures.iter_calc([m], qrels, scored) if r.query_id in judged}
     return pd.Series(values).sort_index()
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_table_names_each_view_by_its_measure(name):
+    """table.csv: condensed rows carry judged_only in the measure's name, full rows do not; other views elsewhere."""
+    table, _, _, _ = folder_data(name)
+    human = table[table["labels"] == "human"]
+    assert set(human["view"]) <= {"full", "condensed"}
+    judged_only = human["measure"].map(lambda m: ir_measures.parse_measure(m).params.get("judged_only", False))
+    assert (judged_only == (human["view"] == "condensed")).all()
 
 
 @pytest.mark.parametrize("name", FOLDERS)
@@ -81,8 +95,8 @@ def test_table_re_derives_from_the_run_files(name):
     evaluation = json.loads((RESULTS / name / "provenance.json").read_text())["spec"].get("evaluation", {})
     test, correction = evaluation.get("test", "t"), evaluation.get("correction", "holm")
     checked = 0
-    for (view, measure), rows in table.groupby(["view", "measure"]):
-        values = {s: per_query(runs[s], qrels, topics, measure, view) for s in strict}
+    for (labels, view, measure), rows in table.groupby(["labels", "view", "measure"]):
+        values = {s: per_query(runs[s], qrels[labels], topics, measure) for s in strict}
         for r in rows.itertuples():
             if r.system not in strict:
                 continue

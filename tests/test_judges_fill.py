@@ -16,6 +16,7 @@ from chorus_judge_helpers import MIRROR, GradeModel, chorus_grades
 from fakeserver import FakeServer
 from superb.cli import main
 from superb.eval.report import verdict_changes, views_sentence
+from superb.results import read_table
 
 TEST_QUERIES = ["q001", "q003", "q004", "q005", "q006"]
 
@@ -96,9 +97,10 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
         dry_calls = fingerprint["dev_pairs"] + len(labels) - 5 * len(TEST_QUERIES)
         assert f"): {dry_calls} calls a real run would make" in dry and dry_calls >= fill_requests, dry
         # once more: every answer is cached, the folder comes out the same
-        before = (out / "table.csv").read_text()
+        before = (out / "table.csv").read_text() + (out / "table_filled.csv").read_text()
         assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4"]) == 0
-        assert srv.requests - reranker_requests == fill_requests and (out / "table.csv").read_text() == before
+        assert srv.requests - reranker_requests == fill_requests and (out / "table.csv").read_text() + (
+            out / "table_filled.csv").read_text() == before
 
     assert fingerprint["judge"] == "yesno_product" and fingerprint["model"] == "fake-model"
     assert len(fingerprint["cuts"]) == 3 and fingerprint["templates"]["yesno_product"]
@@ -122,15 +124,21 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     filled = pd.concat([human, unjudged[human.columns]]).rename(columns={"qid": "query_id", "docno": "doc_id",
                                                                         "label": "relevance"})
     filled["relevance"] = filled["relevance"].astype(int)
-    table = pd.read_csv(out / "table.csv", dtype={"family": str})
+    table = read_table(out)
     assert set(table["view"]) == {"full", "condensed", "filled"}
+    # table.csv holds what qrels.trec gives (condensed rows under ir_measures' judged_only names); filled apart
+    on_disk = pd.read_csv(out / "table.csv")
+    assert set(on_disk["view"]) == {"full", "condensed"} and set(pd.read_csv(out / "table_filled.csv")["view"]) == {
+        "filled"}
+    assert set(on_disk[on_disk["view"] == "condensed"]["measure"]) == {"nDCG(judged_only=True)@5",
+                                                                         "P(rel=2,judged_only=True)@5"}
     for name, run in runs.items():
         r = run.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]
         expected = ir_measures.calc_aggregate([ir_measures.nDCG @ 5], filled, r)[ir_measures.nDCG @ 5]
         row = table[(table["system"] == name) & (table["view"] == "filled") & (table["measure"] == "nDCG@5")]
         assert row["mean"].iloc[0] == pytest.approx(expected, abs=1e-9), name
     # the sentence on conclusions, generated from the table, in table.md, views.md and the folder's README
-    sentence = views_sentence(pd.read_csv(out / "table.csv", dtype={"family": str}, keep_default_na=False))
+    sentence = views_sentence(table)
     assert sentence and sentence in (out / "views.md").read_text() and sentence in (out / "table.md").read_text()
     assert "<!-- views: superb judge --fill -->" in (out / "README.md").read_text()
     study = pd.read_csv(out / "label_study.csv")
@@ -180,5 +188,5 @@ def test_fill_with_the_real_05b(home, monkeypatch):
     fingerprint = json.loads((out / "llm_qrels.json").read_text())
     counts = fingerprint["counts"]
     assert fingerprint["model"] and counts["labelled"] == counts["targets"] > 0
-    assert set(pd.read_csv(out / "table.csv")["view"]) == {"full", "condensed", "filled"}
+    assert set(read_table(out)["view"]) == {"full", "condensed", "filled"}
     assert "llm_qrels.trec" in json.loads((out / "provenance.json").read_text())["files"]

@@ -27,8 +27,9 @@ it was):
   llm_qrels.json          the judge's fingerprint: judge, template ids, model, cut points, weights, the dev pairs they
                           were fitted on and their kappa, depth, scope, and the counts (targets, judged, scored, status)
   llm_labels.tsv          qid, docno, judged, human, score, label, status of every target pair
-  table.md / table.csv / perquery.csv   re-evaluated with the spec's views plus "filled"; table.md says whether a
-                          conclusion changes between the views (superb.eval.report.views_sentence)
+  table.md / table.csv / table_filled.csv / perquery.csv   re-evaluated with the spec's views plus "filled" (its
+                          rows in table_filled.csv: table.csv keeps what qrels.trec alone gives); table.md says
+                          whether a conclusion changes between the views (superb.eval.report.views_sentence)
   views.md                that sentence and every changed verdict; README.md gets it between
                           <!-- views: superb judge --fill --> and <!-- end views --> (the section is replaced)
   label_study.md / .csv / label_study_verdicts.csv   Kendall's tau (query-bootstrap intervals) and flipped verdicts

@@ -1,0 +1,72 @@
+"""The significance table on disk, so that a standard evaluator reproduces every row of table.csv.
+
+``table.csv`` holds the views computed from the folder's run files and ``qrels.trec`` alone, each measure under the
+name ir_measures computes it by: the full view as ``nDCG@10``, the condensed view as ``nDCG(judged_only=True)@10``
+(trec_eval ``-J``). So trec_eval, ir_measures or pt.Experiment on ``runs/*.run`` and ``qrels.trec`` give table.csv's
+means, whatever column a reader looks at. A view with labels of its own (``filled``: qrels.trec plus
+llm_qrels.trec) is written to ``table_<view>.csv``, where a reader that knows nothing of views cannot take its rows
+for the human-label ones.
+
+In memory (and from :func:`read_tables`) every row carries the measure's spec name (``nDCG@10``) and its view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from superb.eval.evaluate import VIEW_KINDS
+
+TABLE = "table.csv"
+
+
+def view_file(view: str) -> str:
+    """The file a view's rows are written to."""
+    return TABLE if view in VIEW_KINDS else f"table_{view}.csv"
+
+
+def _judged_only(name: str, on: bool) -> str:
+    """``name`` with ir_measures' judged_only parameter set (on) or removed (off), in ir_measures' spelling."""
+    import ir_measures
+
+    measure = ir_measures.parse_measure(name)
+    params = {k: v for k, v in measure.params.items() if k != "judged_only"}
+    if on:
+        params["judged_only"] = True
+    return repr(ir_measures.measures.registry[measure.NAME](**params))
+
+
+def write_tables(table: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """table.csv (and table_<view>.csv for views with labels of their own); returns the paths written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = table.copy()
+    judged_only = table["view"].map(lambda v: VIEW_KINDS.get(v, False))
+    table.loc[judged_only, "measure"] = table.loc[judged_only, "measure"].map(lambda m: _judged_only(m, True))
+    files = table["view"].map(view_file)
+    written = []
+    for name in [TABLE, *sorted(set(files) - {TABLE})]:
+        path = out_dir / name
+        table[files == name].to_csv(path, index=False)
+        written.append(path)
+    return written
+
+
+def read_tables(folder: Path) -> pd.DataFrame:
+    """Every row of a folder's table files, measures under their spec names, as :func:`significance` returned them
+    (``family`` and ``verdict`` "" where a row has none); a table written before views (no view column) is the full
+    view."""
+    folder = Path(folder)
+    path = folder / TABLE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: is {folder} a folder written by `superb run`?")
+    table = pd.concat([pd.read_csv(p) for p in [path, *sorted(folder.glob("table_*.csv"))]], ignore_index=True)
+    for column in ("family", "verdict"):  # "" (not NaN) where a row has none, as in memory
+        if column in table.columns:
+            table[column] = table[column].fillna("").astype(str)
+    if "view" not in table.columns:
+        return table.assign(view="full")
+    judged_only = table["view"].map(lambda v: VIEW_KINDS.get(v, False))
+    table.loc[judged_only, "measure"] = table.loc[judged_only, "measure"].map(lambda m: _judged_only(m, False))
+    return table
