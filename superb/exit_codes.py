@@ -19,7 +19,7 @@ EXIT_ERROR = 2
 EXIT_LLM_FAILURES = 3
 EXIT_INTERRUPTED = 130
 
-_COUNTS = ("calls", "cache_hits", "failures")
+_COUNTS = ("calls", "cache_hits", "failures", "dry_run")
 
 
 def llm_exit_code(llm_spec: Mapping[str, Any] | None, usage: Mapping[str, Any] | None) -> int:
@@ -31,7 +31,11 @@ def llm_exit_code(llm_spec: Mapping[str, Any] | None, usage: Mapping[str, Any] |
         return EXIT_OK
     from superb.llm import LLMConfig
 
-    calls, hits, failures = (totals.get(k, 0) for k in _COUNTS)
+    calls, hits, failures, not_called = (totals.get(k, 0) for k in _COUNTS)
+    if not_called:  # a cache-only client (--from-cache): its "calls" are the misses it answered with "missing"
+        print(f"superb: LLM requests: {calls + hits} ({hits} from the cache, {not_called} not in the cache and not "
+              f"called: counted as missing), no call made", file=sys.stderr)
+        return EXIT_OK
     print(f"superb: LLM requests: {calls + hits} ({calls} calls made, {hits} from the cache), {failures} failed",
           file=sys.stderr)
     excess = LLMConfig.from_spec(dict(llm_spec or {})).failure_excess(failures, calls + hits)

@@ -165,3 +165,14 @@ def test_judge_without_failures_exits_0(data, capsys):
     with FakeServer(responder=grade) as srv:
         code = main(["judge", judge_spec(data, srv.base_url), "--out", str(data / "out")])
     assert code == 0 and "5 (5 calls made, 0 from the cache), 0 failed" in capsys.readouterr().err
+
+
+def test_a_cache_only_report_counts_misses_as_not_called(capsys):
+    """--from-cache: the cache-only client records each miss as a dry-run call; nothing was called, nothing failed."""
+    from superb.exit_codes import llm_exit_code
+
+    code = llm_exit_code({}, {"judge:umbrela": {"calls": 3, "cache_hits": 2, "failures": 0, "dry_run": 3}})
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "superb: LLM requests: 5 (2 from the cache, 3 not in the cache and not called: counted as missing), " \
+           "no call made" in err and "calls made" not in err
