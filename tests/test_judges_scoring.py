@@ -132,10 +132,9 @@ def test_judge_requests_equal_the_rerankers_and_the_cache_fill_requests():
         got = judge.request("steel bottle", "d1")
         assert dataclasses.replace(got, tag="fill") == fill
         assert cache_key("m", got) == cache_key("m", fill)
-        if preset != "umbrela":
-            variant = "yesno" if "yesno" in preset else "best"
-            rr = PointwiseReranker(None, variant=variant, template=template.name, text=text)
-            assert cache_key("m", rr.request("steel bottle", text.get("d1"))) == cache_key("m", got)
+        variant = "yesno" if "yesno" in preset else "best"
+        rr = PointwiseReranker(None, variant=variant, template=template.name, text=text)
+        assert cache_key("m", rr.request("steel bottle", text.get("d1"))) == cache_key("m", got)
     # deliberated: the same ideal-attributes request, and the same grading request for the same attribute text
     rr = DeliberatedReranker(None, text=text)
     judge = build_scoring_judge("deliberated", llm=None, dataset=ds)

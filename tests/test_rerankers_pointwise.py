@@ -81,6 +81,21 @@ def test_yesno_variant_uses_p_yes_with_product_template():
     assert dict(zip(out.docno, out.llm_score))["q-d0"] == pytest.approx(0.3)
 
 
+def test_umbrela_rubric_as_a_best_variant_reads_the_expected_grade():
+    grades = {"title of q-d1": {"3": 0.7, "2": 0.2, "0": 0.1}, "title of q-d0": {"1": 0.6, "0": 0.4}}
+    with FakeServer(responder=lambda r: lp(grades[product_of(r)])) as srv, client(srv) as llm:
+        ctx = BuildContext(dataset=FakeDataset(), llm=llm, seed=0)
+        rr = build_reranker({"type": "pointwise", "variant": "best", "template": "judge_umbrela"}, context=ctx,
+                            path="pipelines[1].rerank[0]")
+        out = rr(frame("q", "water bottle", ["bottle brush", "steel bottle"]))
+        assert "integer scale of 0 to 3" in prompt_of(srv.received[0])
+    assert order(out, "q") == ["q-d1", "q-d0"]
+    assert dict(zip(out.docno, out.llm_score))["q-d1"] == pytest.approx((3 * 0.7 + 2 * 0.2) / 3)
+    with pytest.raises(SpecError, match="judge_umbrela"):  # its labels are grades, not yes/no
+        build_reranker({"type": "pointwise", "variant": "yesno", "template": "judge_umbrela"}, context=ctx,
+                       path="pipelines[1].rerank[0]")
+
+
 def test_text_fallbacks_and_failed_calls_are_counted():
     replies = {"a": Reply("2"), "b": Reply("Grade 3, clearly"), "c": Reply("I am not sure"), "d": Reply("2")}
     with FakeServer(responder=lambda r: replies[product_of(r)],

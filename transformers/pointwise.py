@@ -8,7 +8,9 @@ Variants (``variant``):
 - ``"yesno"``: binary relevance; score = P(yes) renormalised over {yes, no}.
 
 Templates (``template``): ``pointwise_best`` / ``pointwise_yesno`` (a shopper's view) and ``pointwise_best_product`` /
-``pointwise_yesno_product`` (is the product ITSELF what was searched for, not an accessory, case, cable or part).
+``pointwise_yesno_product`` (is the product ITSELF what was searched for, not an accessory, case, cable or part);
+for "best" also ``judge_umbrela`` (the UMBRELA-style 0-3 rubric of the judges: the reranker and the umbrela judge ask
+the same request, so either one's answers serve the other from the cache).
 Every template puts the shared text (instructions, query) first and the product last, so that llama.cpp's prompt
 cache reuses the prefix across the products of a query.
 
@@ -49,7 +51,7 @@ from superb.llm.parsing import (
 
 VARIANTS = ("best", "yesno")
 TEMPLATES = {
-    "best": ("pointwise_best", "pointwise_best_product"),
+    "best": ("pointwise_best", "pointwise_best_product", "judge_umbrela"),
     "yesno": ("pointwise_yesno", "pointwise_yesno_product"),
 }
 
@@ -79,7 +81,7 @@ class PointwiseReranker(Reranker):
         if variant not in VARIANTS:
             raise ValueError(f"PointwiseReranker: variant must be one of {list(VARIANTS)}, got {variant!r}")
         template = template or TEMPLATES[variant][0]
-        if not template.startswith(f"pointwise_{variant}"):
+        if template not in TEMPLATES[variant] and not template.startswith(f"pointwise_{variant}"):
             raise ValueError(f"PointwiseReranker: template {template!r} does not answer variant {variant!r}; "
                              f"use one of {list(TEMPLATES[variant])} (or a pointwise_{variant}* template of your own)")
         if not 0.0 <= fusion <= 1.0:
