@@ -36,3 +36,23 @@ def test_nothing_listening_names_the_variable(monkeypatch, tmp_path):
     config = LLMConfig(embedded_model="0.5b", cache_path=str(tmp_path / "c.sqlite"), on_failure="fail")
     with open_llm(config) as llm, pytest.raises(LLMError, match="SUPERB_EMBEDDED_URL"):
         llm.complete(ChatRequest.chat(None, "hi"))
+
+
+def test_several_servers_separated_by_commas_share_the_requests(monkeypatch, tmp_path):
+    with FakeServer(responder=lambda r: "yes", model=ALIAS) as a, FakeServer(responder=lambda r: "yes", model=ALIAS) as b:
+        monkeypatch.setenv("SUPERB_EMBEDDED_URL", f"{a.base_url}, {b.base_url}/")
+        config = LLMConfig(embedded_model="0.5b", cache_path=str(tmp_path / "c.sqlite"))
+        with open_llm(config) as llm:
+            answers = llm.complete_many([ChatRequest.chat(None, f"hi {i}") for i in range(12)])
+            assert [c.text for c in answers] == ["yes"] * 12
+            assert llm.info["endpoints"] == [a.base_url, b.base_url]
+        assert len(a.received) + len(b.received) == 12 and a.received and b.received
+
+
+def test_one_of_several_servers_with_another_model_is_refused_by_url(monkeypatch, tmp_path):
+    with FakeServer(responder=lambda r: "yes", model=ALIAS) as a, FakeServer(responder=lambda r: "yes",
+                                                                               model="other") as b:
+        monkeypatch.setenv("SUPERB_EMBEDDED_URL", f"{a.base_url},{b.base_url}")
+        config = LLMConfig(embedded_model="0.5b", cache_path=str(tmp_path / "c.sqlite"), on_failure="fail")
+        with open_llm(config) as llm, pytest.raises(LLMError, match=f"{b.base_url} serves .'other'."):
+            llm.complete(ChatRequest.chat(None, "hi"))

@@ -84,28 +84,31 @@ def connect(config: LLMConfig, *, usage: Usage | None = None) -> tuple[LLMClient
 EMBEDDED_URL_ENV = "SUPERB_EMBEDDED_URL"
 
 
-def running_embedded_server(alias: str) -> str | None:
-    """The URL of an embedded model already served by ``superb llm serve`` (named by SUPERB_EMBEDDED_URL), checked to
-    serve ``alias``; None when the variable is unset. Serve once, run many specs: each spec then starts no server."""
-    url = os.environ.get(EMBEDDED_URL_ENV, "").strip().rstrip("/")
-    if not url:
+def running_embedded_server(alias: str) -> tuple[str, ...] | None:
+    """The URLs of the embedded model already served by ``superb llm serve`` (SUPERB_EMBEDDED_URL: one URL, or several
+    separated by commas, e.g. one one-thread server per core, which then share the load), each checked to serve
+    ``alias``; None when the variable is unset. Serve once, run many specs: each spec then starts no server."""
+    urls = [u.strip().rstrip("/") for u in os.environ.get(EMBEDDED_URL_ENV, "").split(",") if u.strip()]
+    if not urls:
         return None
     import json
     import urllib.request
 
     from superb.errors import LLMError
 
-    try:
-        with urllib.request.urlopen(f"{url}/models", timeout=10.0) as answer:
-            listed = json.loads(answer.read())
-    except (OSError, ValueError) as exc:
-        raise LLMError(f"{EMBEDDED_URL_ENV}={url}: no OpenAI-compatible server answers at {url}/models ({exc}); start "
-                       f"one with `superb llm serve`, or unset {EMBEDDED_URL_ENV} to let superb start its own") from None
-    ids = {str(m.get("id")) for m in listed.get("data", []) if isinstance(m, dict)}
-    if alias not in ids:
-        raise LLMError(f"{EMBEDDED_URL_ENV}={url} serves {sorted(ids)}, not the spec's embedded model {alias!r}; start "
-                       f"`superb llm serve --model ...` with that model, or unset {EMBEDDED_URL_ENV}")
-    return url
+    for url in urls:
+        try:
+            with urllib.request.urlopen(f"{url}/models", timeout=10.0) as answer:
+                listed = json.loads(answer.read())
+        except (OSError, ValueError) as exc:
+            raise LLMError(f"{EMBEDDED_URL_ENV}: no OpenAI-compatible server answers at {url}/models ({exc}); start "
+                           f"one with `superb llm serve`, or unset {EMBEDDED_URL_ENV} to let superb start its own"
+                           ) from None
+        ids = {str(m.get("id")) for m in listed.get("data", []) if isinstance(m, dict)}
+        if alias not in ids:
+            raise LLMError(f"{EMBEDDED_URL_ENV}: {url} serves {sorted(ids)}, not the spec's embedded model {alias!r}; "
+                           f"start `superb llm serve --model ...` with that model, or unset {EMBEDDED_URL_ENV}")
+    return tuple(urls)
 
 
 def _embedded_starter(config: LLMConfig, key: str, stack: ExitStack,
@@ -118,9 +121,9 @@ def _embedded_starter(config: LLMConfig, key: str, stack: ExitStack,
         served = running_embedded_server(config.model)
         if served is not None:
             # the serving process chose its own threads, context and slots: not this spec's (unknown here)
-            info.update(server_started=False, endpoints=[served], served_by=f"{EMBEDDED_URL_ENV} (superb llm serve)",
+            info.update(server_started=False, endpoints=list(served), served_by=f"{EMBEDDED_URL_ENV} (superb llm serve)",
                         threads=None, n_ctx=None, n_parallel=None)
-            return config.with_(base_urls=(served,))
+            return config.with_(base_urls=served)
         from superb.llm.model import resolve_model
         from superb.llm.server import EmbeddedServer
 
