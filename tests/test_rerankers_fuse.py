@@ -58,6 +58,32 @@ def test_shuffle_keeps_the_first_stage_score_too():
     assert out.set_index("docno")["first_stage_score"].to_dict() == {f"q-d{i}": 10.0 * (4 - i) for i in range(4)}
 
 
+def test_named_stages_keep_two_pointwise_scores_for_fuse():
+    """stage = "NAME": two stages of one type keep their raw scores apart (NAME_score), and fuse reads both."""
+    class Products:
+        fields = ("title",)
+
+        def doc(self, docno):
+            return {"title": f"product {docno.split('-d')[1]} "}
+
+    ctx = BuildContext()
+    with FakeServer(responder=p_yes) as srv, client(srv) as llm:
+        ctx = BuildContext(llm=llm, dataset=Products())
+        yes = build_reranker({"type": "pointwise", "variant": "yesno", "top_k": 4}, context=ctx, path="r[0]")
+        other = build_reranker({"type": "pointwise", "variant": "yesno", "template": "pointwise_yesno_product",
+                                "top_k": 4, "stage": "product"}, context=ctx, path="r[1]")
+        fuse = build_reranker({"type": "fuse", "weights": {"pointwise": 1, "product": 1}}, context=ctx, path="r[2]")
+        out = (yes >> other >> fuse)(frame(5)).set_index("docno")
+    assert other.score_column == "product_score" and yes.score_column == "pointwise_score"
+    assert out["pointwise_score"].notna().sum() == 4 and out["product_score"].notna().sum() == 4
+    assert not np.allclose(out["pointwise_score"].dropna(), -1)  # both kept, neither overwritten by the other
+    assert out["fuse_score"].notna().sum() == 4
+    with pytest.raises(SpecError, match=r"r\[2\]\.stage"):
+        build_reranker({"type": "fuse", "weights": {"pointwise": 1}, "stage": "x"}, context=ctx, path="r[2]")
+    with pytest.raises(SpecError, match=r"r\[0\]\.stage.*<stage>_score"):
+        build_reranker({"type": "pointwise", "stage": "two words"}, context=ctx, path="r[0]")
+
+
 def test_fuse_by_hand():
     inp = pd.DataFrame({"qid": "q", "docno": ["a", "b", "c", "d"], "score": [4.0, 3.0, 2.0, 1.0],
                         "first_stage_score": [30.0, 20.0, 10.0, 0.0], "pointwise_score": [0.2, 0.8, 0.6, 0.2],

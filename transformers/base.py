@@ -87,6 +87,7 @@ class Reranker(_TransformerBase):
         self.text = text
         self.top_k = None if top_k is None else int(top_k)
         self.tag = tag or self.type_name
+        self.stage: str | None = None  # names the raw-score column (score_column); build_reranker sets it from the spec
         self.label: str | None = None  # the progress bar's label; the experiment runner sets the pipeline's name
         self.progress = True  # False: no progress bar (run_experiment(progress=False))
         self.stats: Counter = Counter()
@@ -96,8 +97,9 @@ class Reranker(_TransformerBase):
 
     @property
     def score_column(self) -> str:
-        """This stage's raw-score column (``<type>_score``), which later stages keep and ``fuse`` reads."""
-        return f"{self.type_name}_score"
+        """This stage's raw-score column (``<type>_score``, or ``<stage>_score`` when the spec names the stage), which
+        later stages keep and ``fuse`` reads."""
+        return f"{self.stage or self.type_name}_score"
 
     # ---- the subclass hook -------------------------------------------------------------------------------------
     async def score(self, cands: Candidates) -> Sequence[float]:

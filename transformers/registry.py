@@ -50,9 +50,22 @@ def reranker_class(type_name: str, path: str = "") -> type:
 
 
 def build_reranker(options: Mapping[str, Any], *, context: BuildContext, path: str = "rerank"):
-    """Build the reranker a spec table describes, e.g. ``{"type": "pointwise", "top_k": 20}``."""
+    """Build the reranker a spec table describes, e.g. ``{"type": "pointwise", "top_k": 20}``. Every reranking type
+    takes ``stage = "NAME"``: its raw-score column is ``NAME_score`` instead of ``<type>_score``, so two stages of one
+    type (e.g. two pointwise prompts) keep both columns for a later ``fuse``."""
     if not isinstance(options, Mapping):
         raise SpecError(path, f"expected a table with a 'type' key, got {type(options).__name__}")
     if "type" not in options:
         raise SpecError(f"{path}.type", f"missing; one of {sorted(RERANKERS)}")
-    return reranker_class(options["type"], path).from_spec(dict(options), context, path)
+    options = dict(options)
+    stage = options.pop("stage", None)
+    reranker = reranker_class(options["type"], path).from_spec(options, context, path)
+    if stage is not None:
+        if not hasattr(reranker, "score_column") or options["type"] == "fuse":
+            raise SpecError(f"{path}.stage", f"a {options['type']} stage keeps no score column of its own to name; "
+                                             "remove 'stage'")
+        if not isinstance(stage, str) or not stage.isidentifier():
+            raise SpecError(f"{path}.stage", f"expected a name such as \"umbrela\" (letters, digits, _), found "
+                                             f"{stage!r}: the stage's score column becomes <stage>_score")
+        reranker.stage = stage
+    return reranker
