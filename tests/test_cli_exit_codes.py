@@ -13,26 +13,12 @@ import math
 import pytest
 
 from fakeserver import FakeServer, Fault, Reply
+from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from superb.cli import EXIT_LLM_FAILURES, main
-
-DOCS = [("d1", "trail running shoes"), ("d2", "road running shoes"), ("d3", "running socks"),
-        ("d4", "leather office shoes"), ("d5", "coffee mug"), ("d6", "tea mug with lid")]
-QUERIES = [("1", "running shoes"), ("2", "mug")]
-QRELS = [("1", "d1", 2), ("1", "d2", 2), ("1", "d3", 1), ("2", "d5", 2), ("2", "d6", 2)]
 
 
 def yes(request: dict) -> Reply:
     return Reply("yes", (("yes", math.log(0.8), {"yes": math.log(0.8), "no": math.log(0.2)}),))
-
-
-@pytest.fixture()
-def data(tmp_path, monkeypatch):
-    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SUPERB_PROGRESS", "0")
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docno": d, "title": t}) + "\n" for d, t in DOCS))
-    (tmp_path / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES))
-    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {l}\n" for q, d, l in QRELS))
-    return tmp_path
 
 
 def spec(folder, url: str, **llm) -> str:
@@ -42,11 +28,7 @@ def spec(folder, url: str, **llm) -> str:
     path = folder / "spec.toml"
     path.write_text(f"""
 name = "exit_codes"
-[dataset]
-name = "local"
-docs = "{folder / 'docs.jsonl'}"
-queries = "{folder / 'queries.tsv'}"
-qrels = "{folder / 'qrels.txt'}"
+{dataset_table(folder)}
 [evaluation]
 measures = ["nDCG@10"]
 [llm]
@@ -128,11 +110,7 @@ def judge_spec(folder, url: str, **llm) -> str:
     path = folder / "judge.toml"
     path.write_text(f"""
 name = "judge_exit_codes"
-[dataset]
-name = "local"
-docs = "{folder / 'docs.jsonl'}"
-queries = "{folder / 'queries.tsv'}"
-qrels = "{folder / 'qrels.txt'}"
+{dataset_table(folder)}
 labels = [0, 1, 2, 3]
 rel_threshold = 2
 [llm]

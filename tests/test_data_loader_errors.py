@@ -13,6 +13,7 @@ import sys
 import pandas as pd
 import pytest
 
+from local_data import dataset_table
 from superb.data import load_dataset
 from superb.errors import DataError
 from superb.pipelines import first_stage
@@ -134,11 +135,7 @@ def test_superb_run_prints_them_and_stores_them_in_provenance_json(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(f"""
 name = "checks"
-[dataset]
-name = "local"
-docs = "{folder / 'docs.jsonl'}"
-queries = "{folder / 'queries.tsv'}"
-qrels = "{folder / 'qrels.txt'}"
+{dataset_table(folder)}
 [evaluation]
 measures = ["nDCG@10"]
 [[pipelines]]

@@ -18,25 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from local_data import QRELS, QUERIES, data, dataset_table  # noqa: F401 (data: a fixture)
 from superb.errors import SpecError, SuperbError
 
-DOCS = [("d1", "trail running shoes"), ("d2", "road running shoes"), ("d3", "running socks"),
-        ("d4", "leather office shoes"), ("d5", "coffee mug"), ("d6", "tea mug with lid")]
-QUERIES = [("1", "running shoes"), ("2", "mug")]
-QRELS = [("1", "d1", 2), ("1", "d2", 2), ("1", "d3", 1), ("2", "d5", 2), ("2", "d6", 2)]
 SYSTEMS_A = {"BM25 >> shuffle": '{ type = "shuffle", seed = 1, top_k = 3 }',
              "BM25 >> random": '{ type = "random", seed = 2 }'}
 SYSTEMS_B = {"BM25 >> shuffle": '{ type = "shuffle", seed = 5, top_k = 3 }'}
-
-
-@pytest.fixture()
-def data(tmp_path, monkeypatch):
-    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SUPERB_PROGRESS", "0")
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docno": d, "title": t}) + "\n" for d, t in DOCS))
-    (tmp_path / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES))
-    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {l}\n" for q, d, l in QRELS))
-    return tmp_path
 
 
 def write_spec(folder: Path, systems: dict[str, str], name: str = "spec") -> Path:
@@ -44,11 +31,7 @@ def write_spec(folder: Path, systems: dict[str, str], name: str = "spec") -> Pat
     path = folder / f"{name}.toml"
     path.write_text(f"""
 name = "folder"
-[dataset]
-name = "local"
-docs = "{folder / 'docs.jsonl'}"
-queries = "{folder / 'queries.tsv'}"
-qrels = "{folder / 'qrels.txt'}"
+{dataset_table(folder)}
 [evaluation]
 measures = ["P@5", "nDCG@10"]
 [[pipelines]]
