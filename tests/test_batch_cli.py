@@ -8,44 +8,26 @@ import json
 import pandas as pd
 import pytest
 
+from chorus_specs import QUERIES, chorus_spec
 from fakeserver import FakeServer, Fault, answer_batch_file
 from superb.cli import main
 from test_batch_rounds import model
-from test_experiment import QUERIES
 
 SECRET = "sk-live-clisecret-0123456789"
 
 
 def spec_text(name: str, base_url: str, cache) -> str:
-    subset = ", ".join(f'"{q}"' for q in QUERIES[:4])
-    return f"""
-name = "{name}"
-[dataset]
-name = "chorus"
-[queries]
-subset = [{subset}]
-[evaluation]
-measures = ["P@5", "nDCG@10"]
-n_resamples = 200
-[llm]
-model = "fake-model"
-base_urls = ["{base_url}"]
-api_key_env = "SUPERB_TEST_KEY"
-cache_path = "{cache}"
-max_retries = 0
-prices = {{ "fake-model" = {{ prompt = 2.0, completion = 8.0 }} }}
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 20 }}
+    prices = 'prices = { "fake-model" = { prompt = 2.0, completion = 8.0 } }'
+    return chorus_spec(name, base_url, cache, queries=QUERIES[:4], llm=f"max_retries = 0\n{prices}", rerankers="""
 [[pipelines]]
 name = "BM25 >> pointwise"
 input = "BM25"
-rerank = [ {{ type = "pointwise", variant = "yesno", top_k = 6, fields = ["title"] }} ]
+rerank = [ { type = "pointwise", variant = "yesno", top_k = 6, fields = ["title"] } ]
 [[pipelines]]
 name = "BM25 >> sliding"
 input = "BM25"
-rerank = [ {{ type = "sliding", window = 6, step = 3, top_k = 12, fields = ["title"] }} ]
-"""
+rerank = [ { type = "sliding", window = 6, step = 3, top_k = 12, fields = ["title"] } ]
+""")
 
 
 @pytest.fixture()

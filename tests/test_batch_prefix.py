@@ -14,37 +14,19 @@ import re
 import pandas as pd
 import pytest
 
+from chorus_specs import QUERIES, chorus_spec
 from fakeserver import FakeServer, Fault, answer_batch_file
 from superb.batch.collect import run_round
 from superb.cli import main
 from superb.spec import load_spec
 from test_batch_cli import SECRET
 from test_batch_rounds import model
-from test_experiment import QUERIES
 
 PREFIX, SLIDING, LISTWISE = "BM25 >> pointwise", "BM25 >> pointwise >> sliding", "BM25 >> pointwise >> listwise"
 
 
 def spec_text(name: str, base_url: str, cache) -> str:
-    subset = ", ".join(f'"{q}"' for q in QUERIES[:4])
-    return f"""
-name = "{name}"
-[dataset]
-name = "chorus"
-[queries]
-subset = [{subset}]
-[evaluation]
-measures = ["P@5", "nDCG@10"]
-n_resamples = 200
-[llm]
-model = "fake-model"
-base_urls = ["{base_url}"]
-api_key_env = "SUPERB_TEST_KEY"
-cache_path = "{cache}"
-max_retries = 0
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 20 }}
+    return chorus_spec(name, base_url, cache, queries=QUERIES[:4], rerankers=f"""
 [[pipelines]]
 name = "{PREFIX}"
 input = "BM25"
@@ -57,7 +39,7 @@ rerank = [ {{ type = "sliding", window = 4, step = 2, top_k = 8, fields = ["titl
 name = "{LISTWISE}"
 input = "{PREFIX}"
 rerank = [ {{ type = "listwise", top_k = 6, fields = ["title"] }} ]
-"""
+""")
 
 
 def requests_of(path) -> list[tuple[str, str]]:

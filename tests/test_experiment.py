@@ -10,10 +10,9 @@ import re
 import pandas as pd
 import pytest
 
+from chorus_specs import QUERIES, chorus_spec
 from superb.cli import main
 from fakeserver import FakeServer, Reply
-
-QUERIES = ["laptop", "bluetooth speaker", "aa battery", "hdmi cable", "monitor", "tablet"]
 
 
 def reverse_order(request):
@@ -30,36 +29,19 @@ def identity_order(request):
 
 
 def write_spec(path, base_url, cache, *, reranked_model="fake-reverse"):
-    subset = ", ".join(f'"{q}"' for q in QUERIES)
-    path.write_text(f"""
-name = "e2e"
-description = "end-to-end test"
-[dataset]
-name = "chorus"
-[queries]
-subset = [{subset}]
-[evaluation]
-measures = ["P@5", "nDCG@10"]
-test = "randomization"
-n_resamples = 1000
-[llm]
-model = "{reranked_model}"
-base_urls = ["{base_url}"]
-api_key_env = "SUPERB_TEST_KEY"
-cache_path = "{cache}"
-prices = {{ "{reranked_model}" = {{ prompt = 1.0, completion = 2.0 }} }}
-[[pipelines]]
-name = "PISA BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 30 }}
+    path.write_text(chorus_spec(
+        "e2e", base_url, cache, description="end-to-end test", evaluation='test = "randomization"\nn_resamples = 1000',
+        model=reranked_model, llm=f'prices = {{ "{reranked_model}" = {{ prompt = 1.0, completion = 2.0 }} }}',
+        first_stage="PISA BM25", depth=30, rerankers="""
 [[pipelines]]
 name = "PISA BM25 >> listwise"
 input = "PISA BM25"
-rerank = [ {{ type = "listwise", top_k = 10, fields = ["title"] }} ]
+rerank = [ { type = "listwise", top_k = 10, fields = ["title"] } ]
 [[pipelines]]
 name = "PISA BM25 >> shuffle"
 input = "PISA BM25"
-rerank = {{ type = "shuffle", seed = 3, top_k = 10 }}
-""")
+rerank = { type = "shuffle", seed = 3, top_k = 10 }
+"""))
     return path
 
 

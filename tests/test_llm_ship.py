@@ -9,11 +9,12 @@ import json
 import pandas as pd
 import pytest
 
+from chorus_specs import QUERIES, chorus_spec
 from fakeserver import FakeServer, Fault, Reply
 from superb.cli import main
 from superb.llm import ChatRequest, Completion, LLMClient, LLMConfig, ResponseCache, TokenLogprob, Usage
 from superb.llm.ship import SHIPPED_FILE, ResponseLog, replay, response_log, write_shipped
-from test_experiment import QUERIES, reverse_order
+from test_experiment import reverse_order
 
 
 @pytest.fixture(autouse=True)
@@ -120,30 +121,12 @@ def test_replay_keeps_a_conflicting_cached_answer_unless_replace(tmp_path):
 
 
 def spec_text(base_url: str, cache: str) -> str:
-    subset = ", ".join(f'"{q}"' for q in QUERIES)
-    return f"""
-name = "shipped"
-[dataset]
-name = "chorus"
-[queries]
-subset = [{subset}]
-[evaluation]
-measures = ["P@5", "nDCG@10"]
-n_resamples = 200
-[llm]
-model = "fake-reverse"
-base_urls = ["{base_url}"]
-api_key_env = "SUPERB_TEST_KEY"
-cache_path = "{cache}"
-max_retries = 0
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 20 }}
+    return chorus_spec("shipped", base_url, cache, model="fake-reverse", rerankers="""
 [[pipelines]]
 name = "BM25 >> listwise"
 input = "BM25"
-rerank = [ {{ type = "listwise", top_k = 8, fields = ["title"] }} ]
-"""
+rerank = [ { type = "listwise", top_k = 8, fields = ["title"] } ]
+""")
 
 
 @pytest.mark.slow

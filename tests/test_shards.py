@@ -15,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from chorus_specs import QUERIES, chorus_spec
 from conftest import DEFAULT_MIRROR
 from fakeserver import FakeServer
 from superb.cli import main
 from superb.shards import Shard, spec_digest
 from test_batch_rounds import model
-from test_experiment import QUERIES
 
 SECRET = "sk-live-shardsecret-0123456789"
 NAME = "sharded"
@@ -28,29 +28,9 @@ COMPARED = ["table.csv", "perquery.csv", "topics.tsv", "qrels.trec", "systems.js
 
 
 def spec_text(base_url: str, cache: Path, *, concurrency: int = 4, top_k: int = 6) -> str:
-    subset = ", ".join(f'"{q}"' for q in QUERIES)
-    return f"""
-name = "{NAME}"
-description = "shards against one run"
-[dataset]
-name = "chorus"
-[queries]
-subset = [{subset}]
-[evaluation]
-measures = ["P@5", "nDCG@10"]
-test = "randomization"
-n_resamples = 500
-views = ["full", "condensed"]
-[llm]
-model = "fake-model"
-base_urls = ["{base_url}"]
-api_key_env = "SUPERB_TEST_KEY"
-cache_path = "{cache}"
-concurrency = {concurrency}
-max_retries = 0
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 20 }}
+    return chorus_spec(NAME, base_url, cache, description="shards against one run",
+                       evaluation='test = "randomization"\nn_resamples = 500\nviews = ["full", "condensed"]',
+                       llm=f"concurrency = {concurrency}\nmax_retries = 0", rerankers=f"""
 [[pipelines]]
 name = "BM25 >> pointwise"
 input = "BM25"
@@ -64,7 +44,7 @@ compare = ["BM25 >> pointwise"]
 name = "BM25 >> shuffle"
 input = "BM25"
 rerank = [ {{ type = "shuffle", top_k = 10 }} ]
-"""
+""")
 
 
 @pytest.fixture(scope="module")
