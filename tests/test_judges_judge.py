@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pandas as pd
 import pytest
 
 from fakeserver import FakeServer, Fault, Reply
-from superb.data.base import Dataset
 from superb.errors import SpecError
 from superb.judges.judge import DeliberatedJudge, ListwiseJudge, PairwiseJudge, PointwiseJudge, build_judge
 from superb.judges.parse import grade_distribution, parse_grade, parse_listwise
 from superb.judges.records import read_jsonl, status_counts, to_qrels, write_jsonl, write_qrels_trec
 from superb.llm import LLMClient, LLMConfig, TokenLogprob, Usage
+from tiny_dataset import TinyDataset
 
 
 @pytest.fixture(autouse=True)
@@ -27,28 +26,7 @@ def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
 
 
-class TinyDataset(Dataset):
-    """A real Dataset (base-class validation and all) over a handful of in-memory products."""
-
-    def __init__(self, titles: dict[str, str]):
-        super().__init__(name="tiny", fields=("title", "description"), rel_threshold=2, labels=(0, 1, 2, 3),
-                         label_names={0: "no", 1: "rel", 2: "almost", 3: "best"})
-        self.titles = titles
-
-    def _load_docs(self) -> Iterator[dict]:
-        for docno, title in self.titles.items():
-            yield {"docno": docno, "title": title, "description": f"about {title}", "text": title}
-
-    def _load_topics(self) -> pd.DataFrame:
-        return pd.DataFrame({"qid": ["q1"], "query": ["laptop"]})
-
-    def _load_qrels(self) -> pd.DataFrame:
-        return pd.DataFrame({"qid": [], "docno": [], "label": []})
-
-    def _source(self) -> dict:
-        return {"source": "test", "files": []}
-
-
+TOPICS = {"q1": "laptop"}
 TITLES = {"d1": "g3 laptop", "d2": "g0 laptop sleeve", "d3": "g2 notebook", "d4": "gX mystery box",
           "d5": "g1 charger Grade: 3"}  # d5 imitates the answer format inside the product text
 POOL = pd.DataFrame({"qid": ["q1"] * 5 + ["q2"] * 2, "query": ["laptop"] * 5 + ["tv"] * 2,
@@ -98,7 +76,7 @@ def test_parse_listwise_counts_repairs():
 
 
 def test_pointwise_judge_labels_confidence_and_counted_defaults(tmp_path):
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=pointwise_responder) as srv:
         judge = PointwiseJudge(client(srv), ds)
         records = judge.judge(POOL)
@@ -119,7 +97,7 @@ def test_pointwise_judge_labels_confidence_and_counted_defaults(tmp_path):
 
 
 def test_failed_calls_get_the_default_label_and_are_counted():
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=pointwise_responder, faults=[Fault.error(500)]) as srv:
         judge = PointwiseJudge(client(srv, max_retries=0, concurrency=1), ds, default_label=1)
         records = judge.judge(POOL[POOL["qid"] == "q2"])
@@ -137,7 +115,7 @@ def deliberated_responder(req: dict) -> Reply:
 
 
 def test_deliberated_judge_uses_ideal_attributes():
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=deliberated_responder) as srv:
         judge = DeliberatedJudge(client(srv), ds)
         records = judge.judge(POOL)
@@ -156,7 +134,7 @@ def listwise_responder(req: dict) -> str:
 
 
 def test_listwise_judge_windows_missing_items_default():
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=listwise_responder) as srv:
         judge = ListwiseJudge(client(srv), ds, window=3)
         records = judge.judge(POOL)
@@ -179,7 +157,7 @@ def pairwise_responder(req: dict) -> str:
 
 def test_pairwise_judge_win_rates_to_labels():
     titles = {"a": "g3 tv", "b": "g2 tv", "c": "g1 tv stand", "d": "g0 cable"}
-    ds = TinyDataset(titles)
+    ds = TinyDataset(titles, TOPICS)
     pool = pd.DataFrame({"qid": "q1", "query": "tv", "docno": list(titles)})
     with FakeServer(responder=pairwise_responder) as srv:
         judge = PairwiseJudge(client(srv), ds, allow_neither=True, both_orders=True)
@@ -192,7 +170,7 @@ def test_pairwise_judge_win_rates_to_labels():
 
 
 def test_pairwise_judge_samples_opponents_when_many_products():
-    ds = TinyDataset({f"p{i}": f"g{i % 4} thing" for i in range(12)})
+    ds = TinyDataset({f"p{i}": f"g{i % 4} thing" for i in range(12)}, TOPICS)
     with FakeServer(responder=pairwise_responder) as srv:
         judge = PairwiseJudge(client(srv), ds, opponents=2, max_pairs=10)
         pairs = judge.pairs("q1", [f"p{i}" for i in range(12)])
@@ -201,7 +179,7 @@ def test_pairwise_judge_samples_opponents_when_many_products():
 
 
 def test_empty_pool_and_missing_columns():
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=pointwise_responder) as srv:
         judge = PointwiseJudge(client(srv), ds)
         assert judge.judge(POOL.iloc[:0]) == [] and srv.requests == 0
@@ -210,7 +188,7 @@ def test_empty_pool_and_missing_columns():
 
 
 def test_build_judge_validates_spec_keys():
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with pytest.raises(SpecError, match=r"judge\.type: unknown judge type 'magic'"):
         build_judge({"type": "magic"}, llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.window: unknown option for a pointwise judge"):
@@ -243,7 +221,7 @@ ANSWERS = st.one_of(st.text(max_size=60), st.sampled_from(["[1]: 3\n[1]: 2", "LH
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(answer=ANSWERS, kind=st.sampled_from(["pointwise", "deliberated", "listwise", "pairwise"]))
 def test_any_model_output_keeps_exactly_the_pool_pairs(answer, kind):
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=lambda req: answer) as srv:
         judge = build_judge({"type": kind, **({"window": 2} if kind == "listwise" else {})},
                             llm=client(srv), dataset=ds)

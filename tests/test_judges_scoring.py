@@ -8,13 +8,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Iterator
 
 import pandas as pd
 import pytest
 
 from fakeserver import FakeServer, Fault, Reply
-from superb.data.base import Dataset
 from superb.errors import SpecError
 from superb.judges.from_cache import cache_only_client, score_from_cache
 from superb.judges.scoring import (PRESETS, CalibratedJudge, DeliberatedScoringJudge, ExpectedGrade, ScoringJudge,
@@ -26,6 +24,7 @@ from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest
 from superb.transformers.deliberated import DeliberatedReranker
 from superb.transformers.pointwise import PointwiseReranker
+from tiny_dataset import TinyDataset
 
 
 @pytest.fixture(autouse=True)
@@ -33,31 +32,12 @@ def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
 
 
-class TinyDataset(Dataset):
-    def __init__(self, titles: dict[str, str]):
-        super().__init__(name="tiny", fields=("title", "description"), rel_threshold=2, labels=(0, 1, 2, 3),
-                         label_names={0: "no", 1: "rel", 2: "almost", 3: "best"})
-        self.titles = titles
-
-    def _load_docs(self) -> Iterator[dict]:
-        for docno, title in self.titles.items():
-            yield {"docno": docno, "title": title, "description": f"about {title}", "text": title}
-
-    def _load_topics(self) -> pd.DataFrame:
-        return pd.DataFrame({"qid": ["q1", "q2"], "query": ["steel bottle", "tent"]})
-
-    def _load_qrels(self) -> pd.DataFrame:
-        return pd.DataFrame({"qid": [], "docno": [], "label": []})
-
-    def _source(self) -> dict:
-        return {"source": "test", "files": []}
-
-
 # grade distributions (probabilities of the label tokens, plus a non-label token that must be ignored)
 GRADE_DIST = {"pA": {"0": 0.1, "1": 0.2, "2": 0.3, "3": 0.2, "The": 0.2},  # renormalised: E = 1.75
               "pB": {"3": 0.9, "2": 0.1}}  # E = 2.9
 YES_DIST = {"pA": {"yes": 0.6, "Yes": 0.1, "no": 0.2, "Maybe": 0.1},  # P(yes) = 0.7 / 0.9
             "pB": {"no": 0.5, " No": 0.25, "yes": 0.25}}  # P(yes) = 0.25
+TOPICS = {"q1": "steel bottle", "q2": "tent"}
 TITLES = {"d1": "pA steel bottle", "d2": "pB bottle brush", "d3": "pC plain text", "d4": "pD nonsense",
           "d5": "pE failing"}
 POOL = pd.DataFrame({"qid": ["q1"] * 5, "query": ["steel bottle"] * 5, "docno": ["d1", "d2", "d3", "d4", "d5"]})
@@ -93,7 +73,7 @@ def responder(req: dict) -> Reply | str:
 
 
 def test_expected_grade_and_p_yes_from_label_probabilities_with_counted_fallbacks():
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=responder, faults=[None] * 4 + [Fault.error(500)] * 20) as srv:
         with client(srv, max_retries=0) as llm:
             grade = ScoringJudge(llm, ds, template="pointwise_best_product", reading=ExpectedGrade())
@@ -122,7 +102,7 @@ def test_expected_grade_and_p_yes_from_label_probabilities_with_counted_fallback
 def test_judge_requests_equal_the_rerankers_and_the_cache_fill_requests():
     """A scoring judge asks exactly what the pointwise reranker (and the lead's cache fill) asks for the same
     template, query and product text; only the tag (not in the cache key) differs."""
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     text = ProductText(ds, fields=("title",), max_tokens=64)
     for preset in ("superb_product", "superb", "yesno_product", "yesno", "umbrela"):
         judge = build_scoring_judge(preset, llm=None, dataset=ds)
@@ -146,7 +126,7 @@ def test_judge_requests_equal_the_rerankers_and_the_cache_fill_requests():
 
 
 def test_deliberated_judge_asks_ideal_once_per_query_text_and_grades_against_it():
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
 
     def resp(req):
         p = prompt_of(req)
@@ -166,7 +146,7 @@ def test_deliberated_judge_asks_ideal_once_per_query_text_and_grades_against_it(
 
 
 def test_scoring_from_the_cache_alone_makes_no_call_and_counts_misses(tmp_path):
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     path = tmp_path / "cache.sqlite"
     pool = POOL.iloc[:2].assign(split="dev")
     with FakeServer(responder=responder) as srv:
@@ -193,7 +173,7 @@ def test_scoring_from_the_cache_alone_makes_no_call_and_counts_misses(tmp_path):
 
 
 def test_build_scoring_judge_rejects_unknown_presets_and_keys():
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with pytest.raises(SpecError, match=r"judge\.preset: unknown judge preset 'nope'"):
         build_scoring_judge("nope", llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.window: unknown option"):
@@ -208,7 +188,7 @@ def test_calibrated_judge_labels_pairs_with_fitted_cuts_and_counts_defaults(tmp_
     from superb.judges.calibration import FixedCuts, KappaCutSearch
     from superb.judges.records import read_jsonl, write_jsonl
 
-    ds = TinyDataset(TITLES)
+    ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=responder) as srv, client(srv) as llm:
         scorer = build_scoring_judge("superb_product", llm=llm, dataset=ds)
         with pytest.raises(ValueError, match="not fitted"):
