@@ -13,14 +13,13 @@ import math
 import re
 import zlib
 
-import pandas as pd
 import pytest
 
-from fakeserver import FakeServer, Reply, answer_batch_file
-from reranker_helpers import client, prompt_of
+from batch_helpers import batch_rounds, candidates, live, ranking
+from fakeserver import Reply
+from reranker_helpers import prompt_of
 from superb.llm import LLMConfig, ResponseCache
 from superb.llm.batch import CollectingClient, PendingStore
-from superb.llm.batch_results import import_results
 from superb.transformers.pairwise import PairwiseReranker
 from superb.transformers.pointwise import PointwiseReranker
 from superb.transformers.sliding import SlidingWindowReranker
@@ -52,70 +51,21 @@ def model(request: dict) -> Reply:
                                                  {"yes": math.log(p), "no": math.log(1 - p)}),))
 
 
-def candidates(n_queries: int, depth: int) -> pd.DataFrame:
-    rows = [(f"q{k}", f"query {k}", f"q{k}-d{i}", float(depth - i), i, f"product {k}-{i} {'x' * (i % 3)}")
-            for k in range(n_queries) for i in range(depth)]
-    return pd.DataFrame(rows, columns=["qid", "query", "docno", "score", "rank", "text"])
-
-
-def ranking(out: pd.DataFrame) -> dict[str, list[str]]:
-    return {q: g.sort_values("rank")["docno"].tolist() for q, g in out.groupby("qid")}
-
-
-def live(make, frame):
-    with FakeServer(responder=model) as srv, client(srv) as llm:
-        rr = make(llm)
-        out = rr(frame)
-        return ranking(out), srv.requests
-
-
-def batch_rounds(make, frame, tmp_path, style="openai", max_rounds=50):
-    """Export/import until nothing is pending; returns (final ranking, requests per round, last reranker)."""
-    config = LLMConfig(model="fake-model", base_urls=("http://127.0.0.1:9/v1",))
-    cache_path = tmp_path / "cache.sqlite"
-    answerer = FakeServer(responder=model)  # not started: answers batch files offline, as vllm run-batch would
-    sizes = []
-    for r in range(max_rounds):
-        with ResponseCache(cache_path) as cache, PendingStore(cache_path) as store:
-            export = store.new_round()
-            llm = CollectingClient(config, cache=cache, sink=export)
-            try:
-                rr = make(llm)
-                out = rr(frame)
-                llm.drain()
-            finally:
-                llm.close()
-            batch = tmp_path / f"round{r}.jsonl"
-            n, _ = export.write(batch)
-            if n == 0:
-                assert "pending" not in out.columns or not out["pending"].any()
-                return ranking(out), sizes, rr
-            sizes.append(n)
-            assert out["pending"].any() and rr.stats["pending_queries"] > 0
-            assert set(out["docno"]) == set(frame["docno"])  # pending queries keep every product, prior order
-            results = tmp_path / f"round{r}.out.jsonl"
-            answer_batch_file(answerer, batch, results, style)
-            report = import_results(results, cache, store)
-            assert report.counts.stored == n and report.unknown == report.malformed == 0
-            assert store.pending() == 0
-    raise AssertionError(f"still pending after {max_rounds} rounds")
-
-
 def test_pointwise_one_round_equals_live(tmp_path):
-    frame = candidates(4, 12)
+    frame = candidates(4, 12, marks=True)
     make = lambda llm: PointwiseReranker(llm, variant="yesno", top_k=10)  # noqa: E731
-    want, calls = live(make, frame)
-    got, sizes, rr = batch_rounds(make, frame, tmp_path)
+    want, calls = live(make, frame, model)
+    got, sizes, rr = batch_rounds(make, frame, tmp_path, model)
     assert got == want
     assert sizes == [calls] == [40]  # every product of every query in the first round, nothing after
     assert rr.stats["from_cache"] == 40 and rr.stats["fallback_parsed_label"] == 0
 
 
 def test_sliding_windows_take_one_round_per_window(tmp_path):
-    frame = candidates(3, 30)
+    frame = candidates(3, 30, marks=True)
     make = lambda llm: SlidingWindowReranker(llm, window=10, step=5, top_k=30)  # noqa: E731
-    want, calls = live(make, frame)
-    got, sizes, _ = batch_rounds(make, frame, tmp_path)
+    want, calls = live(make, frame, model)
+    got, sizes, _ = batch_rounds(make, frame, tmp_path, model)
     assert got == want
     windows = math.ceil((30 - 10) / 5) + 1
     assert sizes == [3] * windows  # one window per query per round: each window needs the last one's answer
@@ -123,10 +73,10 @@ def test_sliding_windows_take_one_round_per_window(tmp_path):
 
 
 def test_pairwise_sort_rounds_equal_live_and_record_concurrent_misses(tmp_path):
-    frame = candidates(2, 8)
+    frame = candidates(2, 8, marks=True)
     make = lambda llm: PairwiseReranker(llm, top_k=8, strategy="sort")  # noqa: E731
-    want, calls = live(make, frame)
-    got, sizes, _ = batch_rounds(make, frame, tmp_path)
+    want, calls = live(make, frame, model)
+    got, sizes, _ = batch_rounds(make, frame, tmp_path, model)
     assert got == want
     assert sum(sizes) == calls  # no request exported twice, none wasted
     assert len(sizes) > 3  # merges are sequential: several rounds
@@ -136,10 +86,10 @@ def test_pairwise_sort_rounds_equal_live_and_record_concurrent_misses(tmp_path):
 
 @pytest.mark.parametrize("style", ["vllm", "sglang"])
 def test_vllm_and_sglang_result_files_import(tmp_path, style):
-    frame = candidates(2, 6)
+    frame = candidates(2, 6, marks=True)
     make = lambda llm: PointwiseReranker(llm, variant="yesno", top_k=6)  # noqa: E731
-    want, _ = live(make, frame)
-    got, sizes, _ = batch_rounds(make, frame, tmp_path, style=style)
+    want, _ = live(make, frame, model)
+    got, sizes, _ = batch_rounds(make, frame, tmp_path, model, style=style)
     assert got == want and sizes == [12]
     line = json.loads((tmp_path / "round0.out.jsonl").read_text().splitlines()[0])
     if style == "vllm":  # the schema of vLLM's BatchRequestOutput (vllm/entrypoints/openai/protocol.py)
@@ -150,7 +100,7 @@ def test_vllm_and_sglang_result_files_import(tmp_path, style):
 
 
 def test_downstream_stage_skips_queries_pending_upstream(tmp_path):
-    frame = candidates(2, 6)
+    frame = candidates(2, 6, marks=True)
     config = LLMConfig(model="fake-model", base_urls=("http://127.0.0.1:9/v1",))
     with ResponseCache(tmp_path / "c.sqlite") as cache, PendingStore(tmp_path / "c.sqlite") as store:
         export = store.new_round()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from batch_helpers import candidates, live, ranking
 from fakeserver import BatchFault, FakeServer
 from superb.batch.submit import Submitter, SubmitState
 from superb.errors import LLMError
@@ -12,10 +13,10 @@ from superb.llm import LLMConfig, ResponseCache
 from superb.llm.batch import CollectingClient, PendingStore
 from superb.llm.batch_api import BatchAPI
 from superb.transformers.sliding import SlidingWindowReranker
-from test_batch_rounds import candidates, live, model, ranking
+from test_batch_rounds import model
 
 SECRET = "sk-live-submitsecret-0123456789"
-FRAME = candidates(2, 14)
+FRAME = candidates(2, 14, marks=True)
 WINDOWS = 3  # ceil((14 - 8) / 4) + 1
 
 
@@ -55,7 +56,7 @@ def submitter(srv, tmp_path, sleeps, **kw):
 
 
 def test_rounds_until_done_equal_a_live_run_and_the_upload_holds_no_key(tmp_path):
-    want, calls = live(make, FRAME)
+    want, calls = live(make, FRAME, model)
     sleeps: list[float] = []
     with FakeServer(responder=model, batch_polls=3) as srv:
         sub, rounds, api = submitter(srv, tmp_path, sleeps)
@@ -79,7 +80,7 @@ def final_ranking(tmp_path):
 
 
 def test_a_round_larger_than_one_file_goes_out_as_several_batches(tmp_path):
-    want, calls = live(make, FRAME)
+    want, calls = live(make, FRAME, model)
     with FakeServer(responder=model, batch_polls=1) as srv:
         sub, _, api = submitter(srv, tmp_path, [], rounds=Rounds(tmp_path / "cache.sqlite", max_lines=1))
         report = sub.run()
@@ -93,7 +94,7 @@ def test_a_round_larger_than_one_file_goes_out_as_several_batches(tmp_path):
 
 
 def test_failed_lines_and_an_expired_batch_are_exported_again(tmp_path):
-    want, calls = live(make, FRAME)
+    want, calls = live(make, FRAME, model)
     faults = [BatchFault.failed_lines(2), BatchFault.expired(0)]
     with FakeServer(responder=model, batch_polls=0, batch_faults=faults) as srv:
         sub, _, api = submitter(srv, tmp_path, [])
@@ -110,7 +111,7 @@ def test_failed_lines_and_an_expired_batch_are_exported_again(tmp_path):
 
 
 def test_interrupted_submit_resumes_its_batch_without_paying_twice(tmp_path):
-    want, _ = live(make, FRAME)
+    want, _ = live(make, FRAME, model)
 
     def interrupt(_seconds):
         raise KeyboardInterrupt
