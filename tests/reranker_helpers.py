@@ -1,6 +1,6 @@
 """Helpers shared by the reranker tests: an LLMClient on the fake server, the prompt text of a request, and the real
-0.5B model on one Chorus query for the end-to-end tests (skipped when the model file or the Chorus mirror is not on
-this machine)."""
+0.5B model and a PISA BM25 run on Chorus queries for the end-to-end tests (skipped when the model file or the Chorus
+mirror is not on this machine)."""
 
 from __future__ import annotations
 
@@ -47,12 +47,18 @@ def assert_docnos_preserved(inp: pd.DataFrame, out: pd.DataFrame) -> None:
         assert sorted(got["rank"]) == list(range(len(group)))
 
 
+def _mirror() -> Path:
+    """The Chorus mirror: SUPERB_DATA_MIRROR, else shared/data beside the checkout."""
+    value = os.environ.get("SUPERB_DATA_MIRROR")
+    return Path(value) if value else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
 def _small_model_and_chorus(monkeypatch) -> Path:
     """The shared 0.5B model file, with SUPERB_DATA_MIRROR set to the Chorus mirror; skips when either is missing."""
     from superb.errors import DataError, MissingDependencyError
     from superb.llm.model import resolve_model
 
-    mirror = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+    mirror = _mirror()
     if not (mirror / "chorus-icecat").is_dir():
         pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
     try:
@@ -84,6 +90,48 @@ def small_model_on_chorus(monkeypatch, query: str, depth: int, n_ctx: int):
     with EmbeddedServer(model, alias=MODELS["0.5b"].alias, n_ctx=n_ctx) as srv, \
             LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None) as llm:
         yield ds, run, llm
+
+
+@contextmanager
+def small_model_client(n_ctx: int, cache_path: Path | None = None):
+    """Yields an LLMClient on the embedded 0.5B server with ``n_ctx`` (a response cache at ``cache_path``, if given),
+    for a module-scoped fixture; the server stops on exit. The model file is resolved from the SUPERB_HOME in force;
+    skips the tests when it is not on this machine."""
+    from superb.errors import DataError, MissingDependencyError
+    from superb.llm.cache import ResponseCache
+    from superb.llm.model import MODELS, resolve_model
+    from superb.llm.server import EmbeddedServer
+
+    try:
+        path = resolve_model("0.5b", download=False)
+    except (DataError, MissingDependencyError, FileNotFoundError) as e:
+        pytest.skip(f"the 0.5B model is not available offline: {e}")
+    cache = ResponseCache(cache_path) if cache_path is not None else None
+    with EmbeddedServer(path, alias=MODELS["0.5b"].alias, n_ctx=n_ctx) as srv:
+        client = LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,)), cache=cache)
+        yield client
+        client.close()
+    if cache is not None:
+        cache.close()
+
+
+@contextmanager
+def chorus_bm25_run(tmp_path_factory, depth: int, select):
+    """Yields (Chorus dataset, PISA BM25 run to ``depth`` of the Chorus topics that ``select(topics)`` keeps), with
+    SUPERB_HOME a fresh temporary folder until exit, for a module-scoped fixture; skips the tests when the Chorus
+    mirror is missing."""
+    mirror = _mirror()
+    if not (mirror / "chorus-icecat" / "1.json.zip").is_file():
+        pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SUPERB_HOME", str(tmp_path_factory.mktemp("superb-home")))
+        mp.setenv("SUPERB_DATA_MIRROR", str(mirror))
+        from superb.data import load_dataset
+        from superb.pipelines import first_stage
+
+        ds = load_dataset({"name": "chorus"})
+        run = first_stage(ds, engine="pisa", depth=depth)(select(ds.topics()))
+        yield ds, run
 
 
 # ---- lettered prompts (pairwise_prob, setwise, listwise by likelihood): a fake model reading label probabilities ---

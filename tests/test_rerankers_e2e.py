@@ -7,10 +7,9 @@ calls and tokens counted, pointwise scores that vary. The model file is resolved
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
+
+from reranker_helpers import chorus_bm25_run, small_model_client
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -18,44 +17,19 @@ QIDS = 2
 DEPTH = 10
 
 
-def _mirror() -> Path:
-    value = os.environ.get("SUPERB_DATA_MIRROR")
-    return Path(value) if value else Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
 @pytest.fixture(scope="module")
 def llm():
-    from superb.errors import DataError, MissingDependencyError
-    from superb.llm import LLMClient, LLMConfig
-    from superb.llm.model import MODELS, resolve_model
-    from superb.llm.server import EmbeddedServer
-
-    try:
-        path = resolve_model("0.5b", download=False)
-    except (DataError, MissingDependencyError, FileNotFoundError) as e:
-        pytest.skip(f"the 0.5B model is not available offline: {e}")
-    with EmbeddedServer(path, alias=MODELS["0.5b"].alias, n_ctx=4096) as srv:
-        client = LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,)), cache=None)
+    with small_model_client(n_ctx=4096) as client:
         yield client
-        client.close()
 
 
 @pytest.fixture(scope="module")
 def chorus_run(tmp_path_factory):
-    mirror = _mirror()
-    if not (mirror / "chorus-icecat" / "1.json.zip").is_file():
-        pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SUPERB_HOME", str(tmp_path_factory.mktemp("superb-home")))
-        mp.setenv("SUPERB_DATA_MIRROR", str(mirror))
-        from superb.data import load_dataset
-        from superb.pipelines import first_stage
+    def select(topics):
+        return topics[topics["query"].isin(["aa battery", "laptop"])].head(QIDS)
 
-        ds = load_dataset({"name": "chorus"})
-        topics = ds.topics()
-        topics = topics[topics["query"].isin(["aa battery", "laptop"])].head(QIDS)
-        run = first_stage(ds, engine="pisa", depth=DEPTH)(topics)
-        yield ds, run
+    with chorus_bm25_run(tmp_path_factory, DEPTH, select) as found:
+        yield found
 
 
 def _same_docnos(inp, out):

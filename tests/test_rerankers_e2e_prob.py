@@ -9,56 +9,25 @@ and one response cache (a temporary file) for the module, so that the deliberate
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
+
+from reranker_helpers import chorus_bm25_run, small_model_client
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 DEPTH, K = 7, 5
 
 
-def _mirror() -> Path:
-    value = os.environ.get("SUPERB_DATA_MIRROR")
-    return Path(value) if value else Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
 @pytest.fixture(scope="module")
 def llm(tmp_path_factory):
-    from superb.errors import DataError, MissingDependencyError
-    from superb.llm import LLMClient, LLMConfig
-    from superb.llm.cache import ResponseCache
-    from superb.llm.model import MODELS, resolve_model
-    from superb.llm.server import EmbeddedServer
-
-    try:
-        path = resolve_model("0.5b", download=False)
-    except (DataError, MissingDependencyError, FileNotFoundError) as e:
-        pytest.skip(f"the 0.5B model is not available offline: {e}")
-    cache = ResponseCache(tmp_path_factory.mktemp("llm-cache") / "cache.sqlite")
-    with EmbeddedServer(path, alias=MODELS["0.5b"].alias, n_ctx=2048) as srv:
-        client = LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,)), cache=cache)
+    with small_model_client(n_ctx=2048, cache_path=tmp_path_factory.mktemp("llm-cache") / "cache.sqlite") as client:
         yield client
-        client.close()
-    cache.close()
 
 
 @pytest.fixture(scope="module")
 def chorus_run(tmp_path_factory):
-    mirror = _mirror()
-    if not (mirror / "chorus-icecat" / "1.json.zip").is_file():
-        pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SUPERB_HOME", str(tmp_path_factory.mktemp("superb-home")))
-        mp.setenv("SUPERB_DATA_MIRROR", str(mirror))
-        from superb.data import load_dataset
-        from superb.pipelines import first_stage
-
-        ds = load_dataset({"name": "chorus"})
-        topics = ds.topics()
-        run = first_stage(ds, engine="pisa", depth=DEPTH)(topics[topics["query"] == "aa battery"])
-        yield ds, run
+    with chorus_bm25_run(tmp_path_factory, DEPTH, lambda t: t[t["query"] == "aa battery"]) as found:
+        yield found
 
 
 def build(options, chorus_run, llm):
