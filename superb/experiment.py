@@ -113,7 +113,7 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
         results = run_systems(spec.pipelines, dataset, topics, llm=llm, seed=spec.seed, progress=progress)
         if llm is not None and llm_info is not None:
             llm_info["usage_total"] = _usage_dict(llm)
-        if llm is not None and not dry_run:
+        if llm is not None:  # under dry_run: the cached answers the run found (`superb responses save`)
             from superb.llm.ship import response_log
 
             responses = response_log(llm)

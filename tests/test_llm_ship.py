@@ -120,13 +120,16 @@ def test_replay_keeps_a_conflicting_cached_answer_unless_replace(tmp_path):
         assert replaced.counts.replaced == 1 and other.get("m", req("p0")).text == "no"
 
 
-def spec_text(base_url: str, cache: str) -> str:
-    return chorus_spec("shipped", base_url, cache, model="fake-reverse", rerankers="""
+LISTWISE = """
 [[pipelines]]
 name = "BM25 >> listwise"
 input = "BM25"
 rerank = [ { type = "listwise", top_k = 8, fields = ["title"] } ]
-""")
+"""
+
+
+def spec_text(base_url: str, cache: str) -> str:
+    return chorus_spec("shipped", base_url, cache, model="fake-reverse", rerankers=LISTWISE)
 
 
 @pytest.mark.slow
@@ -201,3 +204,30 @@ def test_replayed_answers_of_the_embedded_model_need_no_model_file(tmp_path, mon
     pd.testing.assert_frame_equal(pd.read_csv(out / "table.csv"), pd.read_csv(again / "table.csv"))
     llm = json.loads((again / "provenance.json").read_text())["llm"]
     assert llm["embedded"] is True and llm["server_started"] is False and llm["model"] == alias
+
+
+@pytest.mark.slow
+def test_save_ships_a_cut_short_run_so_another_machine_continues_it(tmp_path, monkeypatch, chorus_mirror):
+    """`superb responses save SPEC`: the cached answers of a run not yet done (here: half of its queries answered),
+    written without any call; replayed into an empty cache, only the other half is called."""
+    monkeypatch.setenv("SUPERB_TEST_KEY", "fake-key-shipsecret-0123456789")
+    cache, spec = tmp_path / "cache.sqlite", tmp_path / "spec.toml"
+    half = tmp_path / "half.toml"
+    with FakeServer(responder=reverse_order) as srv:
+        half.write_text(chorus_spec("half", srv.base_url, cache, LISTWISE, queries=QUERIES[:2], model="fake-reverse"))
+        assert main(["run", str(half), "--out", str(tmp_path / "half")]) == 0
+        assert srv.requests == 2
+    with FakeServer(faults=[Fault.error(500)] * 100) as refusing:
+        spec.write_text(chorus_spec("whole", refusing.base_url, cache, LISTWISE, model="fake-reverse"))
+        assert main(["responses", "save", str(spec), "--out", str(tmp_path / "partial.jsonl.gz")]) == 0
+        assert refusing.requests == 0
+    rows = [json.loads(line) for line in gzip.open(tmp_path / "partial.jsonl.gz", "rt")]
+    assert len(rows) == 2 and "fake-key-shipsecret" not in json.dumps(rows)
+
+    fresh = tmp_path / "fresh.sqlite"  # another machine
+    assert main(["responses", "replay", str(tmp_path / "partial.jsonl.gz"), "--cache", str(fresh)]) == 0
+    with FakeServer(responder=reverse_order) as srv:
+        spec.write_text(chorus_spec("whole", srv.base_url, fresh, LISTWISE, model="fake-reverse"))
+        assert main(["run", str(spec), "--out", str(tmp_path / "whole")]) == 0
+        assert srv.requests == len(QUERIES) - 2
+    assert main(["responses", "save", str(spec), "--out", str(tmp_path / "partial.json")]) == 2

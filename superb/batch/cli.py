@@ -63,6 +63,12 @@ def register(subparsers: Any) -> None:
     _cache_args(replay)
     replay.add_argument("--replace", action="store_true", help="overwrite cached answers that differ (default: keep)")
     replay.set_defaults(func=_replay)
+    save = rsub.add_parser("save", help="write the cached answers a run of SPEC would use to a responses file, "
+                                       "without calling anything: a run cut short continues on another machine "
+                                       "after `superb responses replay FILE`")
+    save.add_argument("spec", type=Path)
+    save.add_argument("--out", type=Path, required=True, help="the file to write (e.g. results/NAME.partial.jsonl.gz)")
+    save.set_defaults(func=_save)
     responses.set_defaults(func=lambda args: responses.print_help() or 2)
 
 
@@ -187,6 +193,26 @@ def _submit(args: argparse.Namespace) -> int:
         api.close()
     done = "done: `superb run SPEC` makes 0 LLM calls" if report.finished else "not finished (run it again to go on)"
     print(f"{report.rounds} rounds in this call; {done}")
+    return 0
+
+
+def _save(args: argparse.Namespace) -> int:
+    from superb.errors import SuperbError
+    from superb.experiment import run_experiment
+    from superb.llm.ship import write_shipped
+    from superb.spec import load_spec
+
+    if not str(args.out).endswith(".jsonl.gz"):
+        raise SuperbError(f"--out {args.out}: a responses file is gzip JSONL; name it NAME.jsonl.gz")
+    result = run_experiment(load_spec(args.spec), dry_run=True, progress=False)
+    if result.responses is None:
+        print(f"{args.spec}: no LLM stage, or its [llm] has no response cache: nothing to save")
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    summary = write_shipped(result.responses, args.out)
+    left = int((result.llm_info or {}).get("usage_total", {}).get("dry_run", 0))
+    print(f"wrote {summary['rows']} cached answers to {args.out} (sha256 {summary['sha256'][:12]}); a run of "
+          f"{args.spec} still needs {left} calls")
     return 0
 
 
