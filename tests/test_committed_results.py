@@ -129,3 +129,30 @@ def test_table_re_derives_from_the_run_files(name):
 def test_run_files_have_strictly_decreasing_scores(name):
     _, runs, _, _ = folder_data(name)
     assert [s for s, r in runs.items() if not strictly_decreasing(r)] == []
+
+
+def test_setwise_position_bias_stated_in_the_readme_is_the_shipped_responses():
+    """results/chorus_dev_comparative/README.md explains setwise's failure by the letter the 1.5B prefers; those
+    counts are recomputed here from the answers the folder ships (responses.jsonl.gz), not typed."""
+    import gzip
+    import math
+
+    folder = RESULTS / "chorus_dev_comparative"
+    best, mass, n = {"A": 0, "B": 0, "C": 0}, {"A": 0.0, "B": 0.0, "C": 0.0}, 0
+    with gzip.open(folder / "responses.jsonl.gz", "rt") as f:
+        for line in f:
+            row = json.loads(line)
+            if not row["template"].startswith("setwise"):
+                continue
+            top = row["logprobs"][0][2]
+            labels = {k: math.exp(v) for k, v in top.items() if k in best}
+            if len(labels) < 3:  # a set of two at the heap's edge
+                continue
+            n += 1
+            best[max(labels, key=labels.get)] += 1
+            for k, v in labels.items():
+                mass[k] += v / sum(labels.values())
+    readme = (folder / "README.md").read_text()
+    assert f"Over the {n} setwise requests" in readme
+    assert f'"A" {best["A"]} times ("B" once, "C" {best["C"]} times)' in readme and best["B"] == 1
+    assert "distribution over A/B/C was " + " / ".join(f"{mass[k] / n:.3f}" for k in "ABC") in readme
