@@ -10,7 +10,8 @@ from statsmodels.stats.multitest import multipletests
 
 import ir_measures
 from superb.eval.evaluate import View, families, make_views, per_query, significance
-from superb.eval.report import family_sizes, format_markdown, format_side_by_side, side_by_side, write_csv
+from superb.eval.report import family_sizes, format_markdown, format_side_by_side, side_by_side
+from superb.eval.table_files import read_tables, write_tables
 from superb.eval.stats import PairedTest
 
 N = 30
@@ -190,12 +191,27 @@ def test_footnote_names_other_tests_and_corrections():
         format_markdown(table, ["nDCG@20"], ORDER, INFO)
 
 
-def test_write_csv_keeps_raw_and_corrected_pvalues(tmp_path):
-    path = write_csv(table_for(), tmp_path / "out" / "table.csv")
-    back = pd.read_csv(path)
+def test_table_files_keep_raw_and_corrected_pvalues_and_name_condensed_measures_as_ir_measures(tmp_path):
+    table = table_for(views=("full", "condensed"))
+    paths = write_tables(table, tmp_path / "out")
+    assert [p.name for p in paths] == ["table.csv"]  # full and condensed both come from qrels.trec alone
+    back = pd.read_csv(paths[0])
     assert {"view", "mean", "p", "p_corrected", "reject", "family", "family_size", "baseline"} <= set(back.columns)
-    a = back[(back.system == "BM25 >> A") & (back.measure == "RR")].iloc[0]
+    a = back[(back.system == "BM25 >> A") & (back.measure == "RR") & (back.view == "full")].iloc[0]
     assert a["p"] < 0.05 < a["p_corrected"] and not a["reject"]
+    assert set(back[back.view == "condensed"]["measure"]) == {"RR(judged_only=True)", "P(judged_only=True)@3"}
+    again = read_tables(tmp_path / "out")  # spec names again, every row and value as written
+    assert set(again["measure"]) == set(table["measure"]) and len(again) == len(table)
+    merged = again.merge(table, on=["system", "view", "measure", "family"], suffixes=("", "_mem"))
+    assert len(merged) == len(table) and (merged["mean"] == merged["mean_mem"]).all()
+
+
+def test_a_view_with_labels_of_its_own_goes_to_its_own_file(tmp_path):
+    full = table_for()
+    paths = write_tables(pd.concat([full, full.assign(view="filled")]), tmp_path / "out")
+    assert [p.name for p in paths] == ["table.csv", "table_filled.csv"]
+    assert set(pd.read_csv(paths[0])["view"]) == {"full"} and set(pd.read_csv(paths[1])["view"]) == {"filled"}
+    assert set(read_tables(tmp_path / "out")["view"]) == {"full", "filled"}
 
 
 def test_side_by_side_means_and_difference():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -218,14 +217,6 @@ def format_head_to_head(table: pd.DataFrame, measures: Sequence[str], info: Mapp
     note = _footnote(info, family_sizes(table), what="the system it is compared with (the mean of the row's system, "
                                                        "its difference in brackets)")
     return f"## Head-to-head comparisons\n\n{body}\n\n{note}\n"
-
-
-def write_csv(table: pd.DataFrame, path) -> Path:
-    """Write the significance table (means, raw and corrected p, reject flags, family and its size) as CSV."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(path, index=False)
-    return path
 
 
 def main_rows(table: pd.DataFrame) -> pd.DataFrame:

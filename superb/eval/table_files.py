@@ -37,13 +37,19 @@ def _judged_only(name: str, on: bool) -> str:
     return repr(ir_measures.measures.registry[measure.NAME](**params))
 
 
+def _rename_condensed(table: pd.DataFrame, on: bool) -> pd.DataFrame:
+    """A copy with the measure of every judged_only view's row named with (on) or without (off) judged_only."""
+    table = table.copy()
+    rows = table["view"].map(lambda v: VIEW_KINDS.get(v, False)).astype(bool)
+    table.loc[rows, "measure"] = table.loc[rows, "measure"].map(lambda m: _judged_only(m, on))
+    return table
+
+
 def write_tables(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     """table.csv (and table_<view>.csv for views with labels of their own); returns the paths written."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = table.copy()
-    judged_only = table["view"].map(lambda v: VIEW_KINDS.get(v, False))
-    table.loc[judged_only, "measure"] = table.loc[judged_only, "measure"].map(lambda m: _judged_only(m, True))
+    table = _rename_condensed(table, on=True)
     files = table["view"].map(view_file)
     written = []
     for name in [TABLE, *sorted(set(files) - {TABLE})]:
@@ -67,6 +73,4 @@ def read_tables(folder: Path) -> pd.DataFrame:
             table[column] = table[column].fillna("").astype(str)
     if "view" not in table.columns:
         return table.assign(view="full")
-    judged_only = table["view"].map(lambda v: VIEW_KINDS.get(v, False))
-    table.loc[judged_only, "measure"] = table.loc[judged_only, "measure"].map(lambda m: _judged_only(m, False))
-    return table
+    return _rename_condensed(table, on=False)
