@@ -10,12 +10,14 @@ deadlock, so that raises instead.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Awaitable, Coroutine, Iterable, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class LoopThread:
@@ -94,8 +96,9 @@ class LoopThread:
             # cancellations finish before the loop stops, so nothing is destroyed while pending (asyncio's noise)
             try:
                 asyncio.run_coroutine_threadsafe(_cancel_pending(), loop).result(timeout=5)
-            except Exception:  # noqa: BLE001 - closing must not fail; the loop is stopped below either way
-                pass
+            except Exception as exc:  # noqa: BLE001 - closing must not fail; the loop is stopped below either way
+                log.warning("closing the LLM client: pending calls not cancelled cleanly (%s: %s); the loop is "
+                            "stopped anyway", type(exc).__name__, exc)
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
