@@ -79,6 +79,41 @@ def test_judge_command_writes_results(home, capsys):
     assert "tiny_judges" in capsys.readouterr().out
 
 
+def test_a_judge_run_stopped_by_ctrl_c_leaves_the_earlier_folder_whole(home, monkeypatch):
+    """An interrupted `superb judge` must not leave a half-written folder nor delete the earlier one (superb.atomic)."""
+    import hashlib
+
+    import superb.judges.run
+
+    dataset = write_local(home / "data")
+    out = home / "out"
+
+    def snapshot() -> dict[str, str]:
+        return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(out.rglob("*")) if p.is_file()}
+
+    with FakeServer(responder=responder) as srv:
+        spec = home / "spec.toml"
+        spec.write_text("\n".join([
+            'name = "tiny_judges"', "[dataset]", *[f"{k} = {toml_value(v)}" for k, v in dataset.items()],
+            "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]', 'cache = "off"',
+            "[judge]", 'fields = ["title"]', "[[judge.variants]]", 'type = "pointwise"',
+        ]) + "\n")
+        assert main(["judge", str(spec), "--out", str(out)]) == 0
+        before = snapshot()
+        written = []
+
+        def ctrl_c(human, judge, labels, path, title):  # after the judge's qrels and judgments are written
+            written.extend(sorted(p.name for p in path.parent.iterdir()))
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(superb.judges.run, "confusion_heatmap", ctrl_c)
+        assert main(["judge", str(spec), "--out", str(out)]) == 130  # superb's exit code for an interrupted run
+    assert "qrels.trec" in written and "judgments.jsonl" in written  # stopped midway, not before writing
+    assert snapshot() == before
+    assert sorted(p.name for p in home.iterdir() if p.name.startswith(".out.")) == []
+
+
 def test_spec_errors_name_key_paths():
     base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"type": "pointwise"}}
     with pytest.raises(SpecError, match=r"^colour: unknown key"):
