@@ -5,7 +5,7 @@ first-stage order (template ``listwise_rankgpt``) and the model writes an order 
 ``parse_permutation`` repairs it (duplicates and unknown ids ignored, missing ids appended in their prior order) and
 every repair is counted as ``repair_<kind>``. ``method = "likelihood"`` (zero-shot FIRST): one label request, the
 window ordered by the probability of each product's letter being the first identifier written (at most 20 products
-per window). ``shuffles = m`` (>= 1) ranks m seeded shuffles of the window and orders by mean rank (permutation
+per window; ``calibrate = true`` divides it by the content-free position prior, ``position_prior.py``). ``shuffles = m`` (>= 1) ranks m seeded shuffles of the window and orders by mean rank (permutation
 self-consistency, m calls). A failed call keeps the window's prior order (``fallback_failed_call``).
 """
 
@@ -27,15 +27,23 @@ from superb.transformers.base import (
     scores_from_order,
     spec_error,
 )
+from superb.transformers.pairwise_prob import boolean
 from superb.transformers.window import MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
+
+
+def check_calibrate(opts: dict[str, Any], path: str) -> None:
+    if opts["calibrate"] and opts["method"] != "likelihood":
+        raise SpecError(f"{path}.calibrate", "divides a label distribution by its position prior: needs method "
+                                             f"= \"likelihood\", got {opts['method']!r}")
 
 
 class ListwiseReranker(Reranker):
     type_name = "listwise"
 
-    def __init__(self, llm: Any, *, method: str = "generation", shuffles: int = 0, seed: int = 0, **kw: Any):
+    def __init__(self, llm: Any, *, method: str = "generation", shuffles: int = 0, seed: int = 0,
+                 calibrate: bool = False, **kw: Any):
         super().__init__(llm, **kw)
-        self.ranker = window_ranker(method, shuffles, seed)
+        self.ranker = window_ranker(method, shuffles, seed, calibrate)
         self.method = method
         size = self.window_size()
         if method == "likelihood" and (size is None or size > MAX_LIKELIHOOD_WINDOW):
@@ -53,7 +61,7 @@ class ListwiseReranker(Reranker):
     @classmethod
     def spec_schema(cls, context: Any = None) -> dict[str, Opt]:
         return {**COMMON_OPTIONS, "method": Opt("generation", one_of(*METHODS)), "shuffles": Opt(0, non_negative_int),
-                "seed": Opt(getattr(context, "seed", 0), non_negative_int)}
+                "seed": Opt(getattr(context, "seed", 0), non_negative_int), "calibrate": Opt(False, boolean)}
 
     @classmethod
     def check_options(cls, opts: dict[str, Any], path: str) -> None:
@@ -61,6 +69,7 @@ class ListwiseReranker(Reranker):
         if opts["method"] == "likelihood" and opts["top_k"] > MAX_LIKELIHOOD_WINDOW:
             raise SpecError(f"{path}.top_k", f"method \"likelihood\" ranks at most {MAX_LIKELIHOOD_WINDOW} products "
                                              f"in one window, got {opts['top_k']}; use type \"sliding\" for more")
+        check_calibrate(opts, path)
 
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "ListwiseReranker":

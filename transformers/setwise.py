@@ -4,7 +4,10 @@ The model sees ``set_size`` c candidates labelled Product A, B, C, ... (template
 query first, the products fenced, the short question last) and is asked for the ONE best as a one-token label
 request; the answer is the distribution over the c letters at the first generated position (renormalised over the
 letters: ``superb.llm.preference.read_choice``). ``debias = true`` also asks with the set reversed and averages the two
-distributions (item by item), so a preference for a label position cancels: 2 calls per comparison.
+distributions (item by item), so a preference for a label position cancels: 2 calls per comparison (with sets of 3 the
+middle position keeps its share). ``calibrate = true`` divides each distribution by the model's content-free
+distribution for the query and set size (contextual calibration, ``position_prior.py``): every position cancels, at 1
+extra call per query and set size.
 
 Strategies (``strategy``, objects from ``selection.py``), both settling the top ``select`` k of the top_k n and
 leaving the rest in their prior order:
@@ -25,6 +28,7 @@ the top logprobs (``fallback_no_label``), a failed call (``fallback_failed_call`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, Mapping, Sequence
 
 from superb.llm.parsing import LETTERS
@@ -36,6 +40,7 @@ from superb.transformers.base import (
     scores_from_order, spec_error,
 )
 from superb.transformers.pairwise_prob import boolean
+from superb.transformers.position_prior import PositionPrior
 from superb.transformers.selection import BubbleTopK, HeapTopK
 
 DEFAULT_TEMPLATE = "setwise_best"
@@ -53,7 +58,7 @@ class SetwiseReranker(Reranker):
 
     def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,
                  strategy: str = "heap", set_size: int = 3, select: int = 10, debias: bool = False,
-                 template: str = DEFAULT_TEMPLATE, tag: str = ""):
+                 calibrate: bool = False, template: str = DEFAULT_TEMPLATE, tag: str = ""):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
         if not 2 <= set_size <= len(LETTERS):
             raise ValueError(f"SetwiseReranker: set_size must be between 2 and {len(LETTERS)} (single-letter labels), "
@@ -68,19 +73,21 @@ class SetwiseReranker(Reranker):
 
         self.template = load_template(template)
         self.debias = bool(debias)
+        self.prior = PositionPrior(lambda query, texts, tag: self.request(query, texts)) if calibrate else None
 
     def __repr__(self) -> str:
-        return f"SetwiseReranker(top_k={self.top_k}, strategy={self.strategy!r}, debias={self.debias})"
+        return (f"SetwiseReranker(top_k={self.top_k}, strategy={self.strategy!r}, debias={self.debias}, "
+                f"calibrate={self.prior is not None})")
 
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "SetwiseReranker":
         schema = {**COMMON_OPTIONS, "strategy": Opt("heap", one_of(*STRATEGIES)), "set_size": Opt(3, positive_int),
-                  "select": Opt(10, positive_int), "debias": Opt(False, boolean)}
+                  "select": Opt(10, positive_int), "debias": Opt(False, boolean), "calibrate": Opt(False, boolean)}
         opts = read_options(options, path, schema)
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
                        strategy=opts["strategy"], set_size=opts["set_size"], select=opts["select"],
-                       debias=opts["debias"], tag=path)
+                       debias=opts["debias"], calibrate=opts["calibrate"], tag=path)
         except ValueError as e:
             raise spec_error(path, e) from e
 
@@ -93,6 +100,8 @@ class SetwiseReranker(Reranker):
         self.stats["set_orders"] += 1
         choice = read_choice(await self.complete(self.request(query, texts)), len(texts))
         count_choice(self.stats, choice)
+        if self.prior is not None and choice.dist is not None:
+            return dataclasses.replace(choice, dist=await self.prior.apply(self, query, choice.dist))
         return choice
 
     async def best(self, query: str, texts: Sequence[str]) -> list[float] | None:

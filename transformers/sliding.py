@@ -16,7 +16,7 @@ from typing import Any
 
 from superb.errors import SpecError
 from superb.transformers.base import Candidates, Opt, positive_int, scores_from_order
-from superb.transformers.listwise import ListwiseReranker
+from superb.transformers.listwise import ListwiseReranker, check_calibrate
 
 
 def window_starts(k: int, window: int, step: int) -> list[int]:
@@ -66,6 +66,7 @@ class SlidingWindowReranker(ListwiseReranker):
         if opts["method"] == "likelihood" and opts["window"] > 20:
             raise SpecError(f"{path}.window", f"method \"likelihood\" ranks at most 20 products per window "
                                               f"(single-letter ids, top_logprobs <= 20), got {opts['window']}")
+        check_calibrate(opts, path)
 
     async def score(self, cands: Candidates) -> list[float]:
         order = list(range(len(cands)))  # positions into cands, current best first

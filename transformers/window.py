@@ -13,7 +13,9 @@ first. ``owner`` is the reranker (its counted ``complete`` and its ``stats``). N
   at most 20 top logprobs). A letter absent from the top logprobs gets probability 0: such products keep their prior
   order below the others (``likelihood_absent``). No logprobs: the generated letter goes first, the rest keep their
   order (``fallback_generated_letter``); no letter / failed call: the window keeps its order (``fallback_no_label`` /
-  ``fallback_failed_call``). 1 call, 1 generated token.
+  ``fallback_failed_call``). 1 call, 1 generated token. ``calibrate = true``: the distribution is divided by the
+  model's content-free distribution for the query and window size (contextual calibration, ``position_prior.py``), so
+  the first letter's prior share no longer decides: 1 extra call per query and window size.
 - :class:`SelfConsistent` (``shuffles = m``, permutation self-consistency, Tang et al. 2023): the window is shown in m
   seeded shuffles (seed = run seed and the window's query and texts, so a rerun asks the same prompts), each ranked by
   the inner ranker (concurrently), and the window ordered by mean rank over the m rankings (Borda count); equal mean
@@ -68,13 +70,15 @@ class GenerationRanker:
 class LikelihoodRanker:
     name = "likelihood"
 
-    def __init__(self, template: str = "listwise_first"):
+    def __init__(self, template: str = "listwise_first", calibrate: bool = False):
         from superb.llm.prompts import load_template
+        from superb.transformers.position_prior import PositionPrior
 
         self.template = load_template(template)
+        self.prior = PositionPrior(self.request) if calibrate else None
 
     def __repr__(self) -> str:
-        return "LikelihoodRanker()"
+        return f"LikelihoodRanker(calibrate={self.prior is not None})"
 
     def request(self, query: str, texts: Sequence[str], tag: str = "") -> ChatRequest:
         if len(texts) > MAX_LIKELIHOOD_WINDOW:
@@ -91,9 +95,12 @@ class LikelihoodRanker:
         count_choice(owner.stats, choice)
         if choice.dist is None:
             return list(range(n))
+        dist = choice.dist
         if choice.source == "logprobs":
-            owner.stats["likelihood_absent"] += sum(1 for p in choice.dist if p == 0.0)
-        return sorted(range(n), key=lambda i: (-choice.dist[i], i))
+            owner.stats["likelihood_absent"] += sum(1 for p in dist if p == 0.0)
+            if self.prior is not None:
+                dist = await self.prior.apply(owner, query, dist)
+        return sorted(range(n), key=lambda i: (-dist[i], i))
 
 
 class SelfConsistent:
@@ -132,12 +139,15 @@ class SelfConsistent:
 METHODS = {"generation": GenerationRanker, "likelihood": LikelihoodRanker}
 
 
-def window_ranker(method: str = "generation", shuffles: int = 0, seed: int = 0):
-    """The window ranker for a spec: ``method`` ("generation" | "likelihood"), wrapped in ``SelfConsistent`` when
-    ``shuffles`` >= 1."""
+def window_ranker(method: str = "generation", shuffles: int = 0, seed: int = 0, calibrate: bool = False):
+    """The window ranker for a spec: ``method`` ("generation" | "likelihood"; ``calibrate`` with "likelihood" only),
+    wrapped in ``SelfConsistent`` when ``shuffles`` >= 1."""
     if method not in METHODS:
         raise ValueError(f"unknown listwise method {method!r}; allowed: {sorted(METHODS)}")
     if shuffles < 0:
         raise ValueError(f"shuffles must be >= 0 (0 = rank the window as given), got {shuffles}")
-    inner = METHODS[method]()
+    if calibrate and method != "likelihood":
+        raise ValueError(f"calibrate = true divides a label distribution by its position prior: method "
+                         f"\"likelihood\" only, got {method!r}")
+    inner = LikelihoodRanker(calibrate=True) if calibrate else METHODS[method]()
     return SelfConsistent(inner, shuffles, seed) if shuffles else inner
