@@ -76,3 +76,15 @@ def test_deliberated_labels(llm, chorus_run, label):
     assert rr.stats["calls"] == K + 1  # the attributes (a response-cache hit for the second label) + one per product
     scores = out["deliberated_score"].dropna()
     assert len(scores) == K and scores.between(0, 1).all() and scores.nunique() > 1
+
+
+def test_calibrated_listwise_and_setwise(llm, chorus_run):
+    """calibrate = true: one content-free request per query and set size, read from llama.cpp's logprobs."""
+    rr, _ = build({"type": "listwise", "method": "likelihood", "calibrate": True}, chorus_run, llm)
+    assert rr.stats["calls"] == 2 and rr.stats["calibration_requests"] == 1
+    rr, out = build({"type": "setwise", "strategy": "heap", "set_size": 3, "select": 3, "calibrate": True},
+                    chorus_run, llm)
+    asked = rr.stats["comparisons"] - rr.stats["comparisons_memo"]
+    assert rr.stats["calibration_requests"] in (1, 2)  # sets of 3, and of 2 where the heap's last node has one child
+    assert rr.stats["calls"] == asked + rr.stats["calibration_requests"]
+    assert out["setwise_score"].notna().sum() == K
