@@ -108,7 +108,8 @@ RERANK_CASES = {
                               "pipelines[2].rerank[0].fields: unknown product field(s) ['colour']",
                               "this dataset has ['title']"),
     "second reranker of a chain": (f'rerank = [ {GOOD_RERANK}, {{ type = "listwise", window = 0 }} ]',
-                                   "pipelines[2].rerank[1].window: unknown option", "allowed keys: ['fields', "),
+                                   "pipelines[2].rerank[1].window: unknown option",
+                                   "allowed keys: ['calibrate', 'fields', "),
     "unknown type": ('rerank = [ { type = "pointwize" } ]', "pipelines[2].rerank[0].type: unknown reranker type",
                      "'pointwise'"),
 }
