@@ -21,6 +21,7 @@ from superb.transformers.registry import BuildContext, build_reranker
 from superb.transformers.setwise import SetwiseReranker
 from superb.transformers.sliding import SlidingWindowReranker
 from test_rerankers_pairwise_prob import COMPLETIONS, ScriptedLLM
+from test_rerankers_setwise import _Dataset
 
 
 @pytest.fixture(autouse=True)
@@ -114,6 +115,16 @@ def test_a_content_free_request_without_logprobs_leaves_the_distribution_uncalib
     assert rr.stats["fallback_uncalibrated"] == 1 and rr.stats["calibration_requests"] == 1
 
 
+def test_answers_without_logprobs_are_not_calibrated_and_ask_no_content_free_request():
+    with FakeServer(responder=relevance_responder(relevance, logprobs=False)) as srv, client(srv) as llm:
+        rr = SetwiseReranker(llm, top_k=12, strategy="heap", select=3, calibrate=True)
+        out = rr(frame(12))
+        free = [r for r in srv.received if content_free(r)]
+    assert order(out)[:3] == TRUE_ORDER[:3]  # the generated letters, one-hot, decide as without calibrate
+    assert free == [] and rr.stats.get("calibration_requests", 0) == 0
+    assert rr.stats["fallback_generated_letter"] == rr.stats["calls"] > 0
+
+
 def test_calibration_is_a_spec_option_for_likelihood_and_setwise_only():
     ctx = BuildContext(dataset=_Dataset(), llm=object())
     rr = build_reranker({"type": "setwise", "calibrate": True}, context=ctx, path="r")
@@ -124,13 +135,6 @@ def test_calibration_is_a_spec_option_for_likelihood_and_setwise_only():
         build_reranker({"type": "listwise", "calibrate": True}, context=ctx, path="r")
     with pytest.raises(SpecError, match=r"r\.calibrate.*method = \"likelihood\""):
         build_reranker({"type": "sliding", "method": "generation", "calibrate": True}, context=ctx, path="r")
-
-
-class _Dataset:
-    fields = ("title",)
-
-    def doc(self, docno):
-        return {"title": docno}
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

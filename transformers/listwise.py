@@ -5,8 +5,9 @@ first-stage order (template ``listwise_rankgpt``) and the model writes an order 
 ``parse_permutation`` repairs it (duplicates and unknown ids ignored, missing ids appended in their prior order) and
 every repair is counted as ``repair_<kind>``. ``method = "likelihood"`` (zero-shot FIRST): one label request, the
 window ordered by the probability of each product's letter being the first identifier written (at most 20 products
-per window; ``calibrate = true`` divides it by the content-free position prior, ``position_prior.py``). ``shuffles = m`` (>= 1) ranks m seeded shuffles of the window and orders by mean rank (permutation
-self-consistency, m calls). A failed call keeps the window's prior order (``fallback_failed_call``).
+per window; ``calibrate = true`` divides it by the content-free position prior, ``position_prior.py``).
+``shuffles = m`` (>= 1) ranks m seeded shuffles of the window and orders by mean rank (permutation self-consistency,
+m calls). A failed call keeps the window's prior order (``fallback_failed_call``).
 """
 
 from __future__ import annotations

@@ -11,18 +11,21 @@ divides the answer by that prior, item by item, and renormalises:
 so a product is preferred only where the model moved probability towards it beyond its position's share.
 
 :class:`PositionPrior` asks the content-free request once per (query, number of products) and reuses it (a memo of
-the running event loop's tasks; the response cache serves later runs). Costs 1 call per query and set size, short
+tasks per event loop, dropped with the loop; the response cache serves later runs). Costs 1 call per query and set size, short
 prompts. A prior floor of ``FLOOR`` stands in for a letter absent from the top logprobs. When the content-free request
 has no answer (failed call, no letter, no logprobs), the distribution is used uncalibrated and the owner's stats
-count ``fallback_uncalibrated``; ``calibration_requests`` counts the content-free requests asked.
+count ``fallback_uncalibrated``; ``calibration_requests`` counts the content-free requests asked. Only distributions
+read from logprobs are calibrated: a generated letter (one-hot) or no answer is returned as it is, with no request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import weakref
 from typing import Any, Callable, Sequence
 
-from superb.llm.preference import read_choice
+from superb.llm.preference import Choice, read_choice
 from superb.llm.types import ChatRequest
 
 FILLER = "N/A"
@@ -45,7 +48,8 @@ class PositionPrior:
 
     def __init__(self, request_for: RequestFor):
         self.request_for = request_for
-        self._memo: dict[tuple[int, str, int], asyncio.Task] = {}
+        # loop -> {(query, n): task}; a task belongs to its loop, and a closed loop's entries go with it
+        self._memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"PositionPrior(filler={FILLER!r})"
@@ -54,21 +58,23 @@ class PositionPrior:
         return self.request_for(query, [FILLER] * n, tag)
 
     async def prior(self, owner: Any, query: str, n: int) -> tuple[float, ...] | None:
-        key = (id(asyncio.get_running_loop()), query, n)
-        if key not in self._memo:
-            self._memo[key] = asyncio.ensure_future(self._ask(owner, query, n))
-        return await self._memo[key]
+        tasks = self._memo.setdefault(asyncio.get_running_loop(), {})
+        if (query, n) not in tasks:
+            tasks[(query, n)] = asyncio.ensure_future(self._ask(owner, query, n))
+        return await tasks[(query, n)]
 
     async def _ask(self, owner: Any, query: str, n: int) -> tuple[float, ...] | None:
         owner.stats["calibration_requests"] += 1
         choice = read_choice(await owner.complete(self.request(query, n, getattr(owner, "tag", ""))), n)
         return choice.dist if choice.source == "logprobs" else None
 
-    async def apply(self, owner: Any, query: str, dist: Sequence[float]) -> tuple[float, ...]:
-        """``dist`` (over len(dist) letters, for ``query``) calibrated by the query's prior; uncalibrated (and
-        counted) when the prior has no answer."""
-        prior = await self.prior(owner, query, len(dist))
+    async def apply(self, owner: Any, query: str, choice: Choice) -> Choice:
+        """``choice`` with its distribution calibrated by the query's prior for its number of letters; as it is when
+        it was not read from logprobs, and (counted) when the prior has no answer."""
+        if choice.source != "logprobs" or choice.dist is None:
+            return choice
+        prior = await self.prior(owner, query, len(choice.dist))
         if prior is None:
             owner.stats["fallback_uncalibrated"] += 1
-            return tuple(dist)
-        return calibrate(dist, prior)
+            return choice
+        return dataclasses.replace(choice, dist=calibrate(choice.dist, prior))

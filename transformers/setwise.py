@@ -28,7 +28,6 @@ the top logprobs (``fallback_no_label``), a failed call (``fallback_failed_call`
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Any, Mapping, Sequence
 
 from superb.llm.parsing import LETTERS
@@ -100,9 +99,7 @@ class SetwiseReranker(Reranker):
         self.stats["set_orders"] += 1
         choice = read_choice(await self.complete(self.request(query, texts)), len(texts))
         count_choice(self.stats, choice)
-        if self.prior is not None and choice.dist is not None:
-            return dataclasses.replace(choice, dist=await self.prior.apply(self, query, choice.dist))
-        return choice
+        return choice if self.prior is None else await self.prior.apply(self, query, choice)
 
     async def best(self, query: str, texts: Sequence[str]) -> list[float] | None:
         """P(best) per text in the order given; with ``debias`` the mean over the given and the reversed order."""

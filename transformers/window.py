@@ -95,12 +95,11 @@ class LikelihoodRanker:
         count_choice(owner.stats, choice)
         if choice.dist is None:
             return list(range(n))
-        dist = choice.dist
         if choice.source == "logprobs":
-            owner.stats["likelihood_absent"] += sum(1 for p in dist if p == 0.0)
-            if self.prior is not None:
-                dist = await self.prior.apply(owner, query, dist)
-        return sorted(range(n), key=lambda i: (-dist[i], i))
+            owner.stats["likelihood_absent"] += sum(1 for p in choice.dist if p == 0.0)
+        if self.prior is not None:
+            choice = await self.prior.apply(owner, query, choice)
+        return sorted(range(n), key=lambda i: (-choice.dist[i], i))
 
 
 class SelfConsistent:
