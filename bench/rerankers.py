@@ -54,15 +54,19 @@ RERANKERS = {  # name -> spec options (top_k is set by the bench)
     "listwise (one window of k)": {"type": "listwise"},
     "listwise (likelihood)": {"type": "listwise", "method": "likelihood"},
     "listwise (likelihood, 3 shuffles)": {"type": "listwise", "method": "likelihood", "shuffles": 3},
+    "listwise (likelihood, calibrated)": {"type": "listwise", "method": "likelihood", "calibrate": True},
     "sliding (w=20, s=10)": {"type": "sliding", "window": 20, "step": 10},
     "sliding (w=10, s=5)": {"type": "sliding", "window": 10, "step": 5},
     "sliding (likelihood, w=10, s=5)": {"type": "sliding", "method": "likelihood", "window": 10, "step": 5},
+    "sliding (likelihood, calibrated, w=10, s=5)": {"type": "sliding", "method": "likelihood", "calibrate": True,
+                                                    "window": 10, "step": 5},
     "pairwise (generated, both orders, sort)": {"type": "pairwise", "strategy": "sort", "both_orders": True},
     "pairwise_prob (allpairs)": {"type": "pairwise_prob", "strategy": "allpairs"},
     "pairwise_prob (sliding, 10 passes)": {"type": "pairwise_prob", "strategy": "sliding", "passes": 10},
     "pairwise_prob (sort)": {"type": "pairwise_prob", "strategy": "sort"},
     "setwise (heap, c=3)": {"type": "setwise", "strategy": "heap", "set_size": 3},
     "setwise (heap, c=3, debias)": {"type": "setwise", "strategy": "heap", "set_size": 3, "debias": True},
+    "setwise (heap, c=3, calibrated)": {"type": "setwise", "strategy": "heap", "set_size": 3, "calibrate": True},
     "setwise (bubble, c=3)": {"type": "setwise", "strategy": "bubble", "set_size": 3},
     "rubric": {"type": "rubric"},
     "biencoder (no LLM)": {"type": "biencoder"},
@@ -70,6 +74,7 @@ RERANKERS = {  # name -> spec options (top_k is set by the bench)
 # the k values each reranker is counted at (default KS): likelihood windows hold at most 20 products, and the
 # quadratic ones would send tens of thousands of fake requests at k = 100
 COUNT_KS = {"listwise (likelihood)": (20,), "listwise (likelihood, 3 shuffles)": (20,),
+            "listwise (likelihood, calibrated)": (20,),
             "pairwise_prob (allpairs)": (20, 50), "pairwise_prob (sliding, 10 passes)": (20, 50),
             "biencoder (no LLM)": ()}
 DEV_TEMPLATES = ("pointwise_yesno", "pointwise_yesno_product", "pointwise_best", "pointwise_best_product")
@@ -224,8 +229,8 @@ def section_latency(args) -> dict:
 class _Served:
     """A model already served by `superb llm serve` (SUPERB_EMBEDDED_URL): nothing to stop."""
 
-    def __init__(self, url: str, alias: str):
-        self.base_url, self.alias = url, alias
+    def __init__(self, urls: tuple[str, ...], alias: str):
+        self.base_urls, self.alias = urls, alias
 
     def stop(self) -> None:
         pass
@@ -239,13 +244,14 @@ def embedded(key: str):
     from superb.llm.model import MODELS, resolve_model
     from superb.llm.server import EmbeddedServer
 
-    url = running_embedded_server(MODELS[key].alias)
-    if url:
-        srv = _Served(url, MODELS[key].alias)
+    urls = running_embedded_server(MODELS[key].alias)
+    if urls:
+        srv = _Served(urls, MODELS[key].alias)
     else:
         path = resolve_model(key, download=False)
         srv = EmbeddedServer(path, alias=MODELS[key].alias, n_ctx=4096).start()
-    return srv, LLMClient(LLMConfig(model=srv.alias, base_urls=(srv.base_url,), cache="off"), cache=None)
+        urls = (srv.base_url,)
+    return srv, LLMClient(LLMConfig(model=srv.alias, base_urls=urls, cache="off"), cache=None)
 
 
 def real_key(model: str) -> str:
@@ -278,6 +284,15 @@ def section_cache(args) -> dict:
             "note": "cached_share = sum(timings.cache_n) / sum(usage.prompt_tokens)"}
 
 
+def keep_rows(previous: dict | None, out: dict, names) -> list:
+    """Rows of an earlier real run to keep beside a ``--rerankers`` subset: those of the other rerankers, and only
+    when that run measured the same model, queries, split, k and first stage (otherwise nothing is kept)."""
+    same = ("model", "queries", "split", "k", "first_stage")
+    if not previous or any(previous.get(key) != out.get(key) for key in same):
+        return []
+    return [row for row in previous.get("rows", []) if row["reranker"] not in names and row["reranker"] in RERANKERS]
+
+
 def section_real(args, results: dict | None = None) -> dict:
     """Every reranker (or ``--rerankers``) at top_k = ``--k`` on DEV queries with the embedded model."""
     from superb.llm.model import MODELS
@@ -298,6 +313,8 @@ def section_real(args, results: dict | None = None) -> dict:
            "BM25": evaluate(run, qrels), "rows": [],
            "note": "cached_share = sum(timings.cache_n) / sum(usage.prompt_tokens); response cache off; "
                    "queries of one reranker run concurrently (as superb run does)"}
+    kept = keep_rows(results.get(real_key(args.model)) if results else None, out, names)
+    out["rows"] = kept
     srv, llm = embedded(args.model)
     try:
         for name in names:
