@@ -306,7 +306,9 @@ def section_real(args, results: dict | None = None) -> dict:
     qrels = ds.qrels()
     nq = int(run["qid"].nunique())
     served = os.environ.get("SUPERB_EMBEDDED_URL")
-    out = {"model": f"{MODELS[args.model].alias} (embedded llama.cpp, 1 slot"
+    servers = len([u for u in (served or "").split(",") if u.strip()]) or 1
+    out = {"model": f"{MODELS[args.model].alias} (embedded llama.cpp, "
+                    f"{f'{servers} servers x ' if servers > 1 else ''}1 slot"
                     f"{', threads ' + args.server_threads if served and args.server_threads else ''}, "
                     f"client concurrency 4)",
            "queries": nq, "split": "dev", "k": args.k, "first_stage": f"PISA BM25 top {args.k}", "fields": ["title"],
