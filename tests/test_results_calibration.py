@@ -1,6 +1,6 @@
 """results/chorus_dev_calibrated/README.md motivates calibrate = true by the 1.5B's position prior and by what dividing
 it out does to the shipped setwise answers; those numbers are recomputed here from the shipped files (the
-content-free answers in results/chorus_dev_setwise_cal.partial.jsonl.gz, the setwise answers in
+content-free answers in results/chorus_dev_setwise_cal/responses.jsonl.gz, the setwise answers in
 results/chorus_dev_comparative/responses.jsonl.gz) and the Chorus labels, not typed."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_the_calibration_claims_are_the_shipped_answers(chorus):
     for qid, docno in grade:
         docno_of.setdefault(qid, {}).setdefault(chorus.doc(docno).get("title", "").strip(), docno)
 
-    prior = {q: p for q, texts, p in three_product_sets(RESULTS / "chorus_dev_setwise_cal.partial.jsonl.gz")
+    prior = {q: p for q, texts, p in three_product_sets(RESULTS / "chorus_dev_setwise_cal" / "responses.jsonl.gz")
              if all(t == "N/A" for t in texts)}
     n = raw = calibrated = 0
     chance = 0.0
