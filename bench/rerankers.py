@@ -305,19 +305,18 @@ def section_real(args, results: dict | None = None) -> dict:
     ds, run = chorus(args.dev_queries, args.k, split="dev")
     qrels = ds.qrels()
     nq = int(run["qid"].nunique())
+    srv, llm = embedded(args.model)
     served = os.environ.get("SUPERB_EMBEDDED_URL")
-    servers = len([u for u in (served or "").split(",") if u.strip()]) or 1
+    servers = len(llm.config.base_urls)
     out = {"model": f"{MODELS[args.model].alias} (embedded llama.cpp, "
                     f"{f'{servers} servers x ' if servers > 1 else ''}1 slot"
                     f"{', threads ' + args.server_threads if served and args.server_threads else ''}, "
                     f"client concurrency 4)",
            "queries": nq, "split": "dev", "k": args.k, "first_stage": f"PISA BM25 top {args.k}", "fields": ["title"],
-           "BM25": evaluate(run, qrels), "rows": [],
+           "BM25": evaluate(run, qrels),
            "note": "cached_share = sum(timings.cache_n) / sum(usage.prompt_tokens); response cache off; "
                    "queries of one reranker run concurrently (as superb run does)"}
-    kept = keep_rows(results.get(real_key(args.model)) if results else None, out, names)
-    out["rows"] = kept
-    srv, llm = embedded(args.model)
+    out["rows"] = keep_rows(results.get(real_key(args.model)) if results else None, out, names)
     try:
         for name in names:
             rr = build_reranker({**RERANKERS[name], "top_k": args.k},

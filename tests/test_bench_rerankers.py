@@ -40,9 +40,10 @@ def test_nothing_kept_from_another_measurement(bench, key, value):
 def test_embedded_uses_every_served_url(bench, monkeypatch):
     import superb.llm.connect as connect
 
-    monkeypatch.setattr(connect, "running_embedded_server", lambda alias: ("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"))
+    urls = ("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")
+    monkeypatch.setattr(connect, "running_embedded_server", lambda alias: urls)
     srv, llm = bench.embedded("1.5b")
     try:
-        assert llm.config.base_urls == ("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")
+        assert llm.config.base_urls == urls
     finally:
         llm.close()
