@@ -98,17 +98,35 @@ def _cmd_run(args) -> int:
     if args.dry_run:
         from superb.results import usage_frame
 
-        usage = usage_frame(result)
-        print(usage[["system", "calls", "cache_hits", "prompt_tokens"]].to_string(index=False))
-        cache = (result.llm_info or {}).get("cache")
-        where = f"the response cache {cache['path']}" if cache else "no response cache (absent, off or refresh)"
-        print(f"dry run: {int(usage['calls'].sum())} calls the real run would make (prompt tokens estimated), "
-              f"{int(usage['cache_hits'].sum())} requests served by {where}; nothing was called or written")
+        print(dry_run_report(result))
         return 0
     write_results(result, out)
     print((out / "table.md").read_text(encoding="utf-8"))
     print(f"results written to {out}/ in {result.timings['total_s']:.1f} s")
     return _llm_exit_code(spec, result)
+
+
+def dry_run_report(result) -> str:
+    """The dry run's count per system, and whether it is exact: a system whose rerankers choose their next question
+    from the answers (setwise heap, pairwise sort or sliding) gets none in a dry run, so its count is a lower bound."""
+    from superb.results import usage_frame
+
+    usage = usage_frame(result)
+    adaptive = [name for name, pr in result.pipelines.items() if pr.calls_depend_on_answers]
+    usage["count"] = ["lower bound" if s in adaptive and c else "exact" if c else "" for s, c in
+                      zip(usage["system"], usage["calls"])]
+    lines = [usage[["system", "calls", "cache_hits", "prompt_tokens", "count"]].to_string(index=False)]
+    cache = (result.llm_info or {}).get("cache")
+    where = f"the response cache {cache['path']}" if cache else "no response cache (absent, off or refresh)"
+    bounded = int(usage.loc[usage["count"] == "lower bound", "calls"].sum())
+    total = int(usage["calls"].sum())
+    lines.append(f"dry run: {'at least ' if bounded else ''}{total} calls the real run would make (prompt tokens "
+                 f"estimated), {int(usage['cache_hits'].sum())} requests served by {where}; nothing was called or "
+                 "written")
+    if bounded:
+        lines.append(f"{bounded} of them are a lower bound: a reranker of those systems chooses its next question from "
+                     "the answers, which a dry run does not have (bench/rerankers.py counts them on valid answers)")
+    return "\n".join(lines)
 
 
 def _llm_exit_code(spec, result) -> int:

@@ -29,6 +29,7 @@ class PipelineResult:
     seconds: float
     stats: dict[str, int] = field(default_factory=dict)  # reranker counters: repairs, fallbacks, failures...
     usage: dict[str, Any] = field(default_factory=dict)  # LLM calls, tokens, cache hits for this pipeline
+    calls_depend_on_answers: bool = False  # its calls depend on the answers: a dry run's count is a lower bound
 
 
 @dataclass
@@ -141,7 +142,8 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
         before = _usage_dict(llm)
         run = _checked_run(system.pipeline(topics), name, paths[name])
         results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=system.stats(),
-                                       usage=_usage_delta(before, _usage_dict(llm)))
+                                       usage=_usage_delta(before, _usage_dict(llm)),
+                                       calls_depend_on_answers=system.calls_depend_on_answers())
         log.info("pipeline %s: %d rows in %.1f s", name, len(run), results[name].seconds)
     return results
 

@@ -52,6 +52,10 @@ class System:
     pipeline: pt.Transformer
     components: list[Any] = field(default_factory=list)
 
+    def calls_depend_on_answers(self) -> bool:
+        """Whether one of its own rerankers picks its next LLM question from the answers (see Reranker)."""
+        return any(getattr(c, "calls_depend_on_answers", False) for c in self.components)
+
     def stats(self) -> dict[str, int]:
         """The numeric counters of this system's own components, summed (lists such as qids stay with them)."""
         out: dict[str, int] = {}

@@ -16,13 +16,23 @@ def _home(tmp_path, monkeypatch):
 
 
 def test_counts_calls_and_estimates_tokens_without_calling():
-    reqs = [ChatRequest.chat("s" * 8, "u" * 40, max_tokens=3, tag="pw") for _ in range(5)]
+    reqs = [ChatRequest.chat("s" * 8, "u" * 39 + str(i), max_tokens=3, tag="pw") for i in range(5)]
     with DryRunClient(REMOTE) as client:
         out = client.complete_many(reqs)
     assert all(c.failed and c.error == "dry-run" and c.text == "" for c in out)
     row = client.usage.row("pw")
     # chars/4 per message (8/4 + 40/4 = 12) plus 4 per message for the chat template (8): 20 per request
     assert (row.calls, row.dry_run, row.prompt_tokens, row.completion_tokens) == (5, 5, 100, 15)
+
+
+def test_a_repeated_request_is_counted_once_as_the_real_run_would_serve_it_from_the_cache():
+    same = ChatRequest.chat(None, "is it a lamp?", tag="pw")
+    with DryRunClient(REMOTE) as client:
+        first = client.complete(same)
+        again = client.complete_many([same, same, ChatRequest.chat(None, "is it a chair?", tag="pw")])
+    assert first.failed and all(c.failed and c.error == "dry-run" for c in again)
+    row = client.usage.row("pw")
+    assert (row.calls, row.dry_run, row.coalesced, row.cache_hits) == (2, 2, 2, 0)
 
 
 def test_uses_the_server_tokenizer_when_given():

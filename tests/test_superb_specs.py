@@ -217,7 +217,10 @@ def test_table5_spec_end_to_end(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name, expected", [
     ("superb_table4.toml", {"BM25 >> pointwise": 60, "BM25 >> deliberated": 63, "RM3 >> listwise": 3}),
-    ("superb_table5.toml", {"BM25 >> sliding w=10 s=5": 57, "RM3 >> sliding w=50 s=25": 9, "RM3 >> shuffle": 0}),
+    # RM3's windows that repeat one of BM25's (the same products in the same order at the bottom of the fixture's
+    # top 100) are counted once, as the real run serves them from the cache: 6 of RM3's 9 windows of 50 are new
+    ("superb_table5.toml", {"BM25 >> sliding w=10 s=5": 57, "BM25 >> sliding w=50 s=25": 9,
+                            "RM3 >> sliding w=50 s=25": 6, "RM3 >> shuffle": 0}),
 ])
 def test_shipped_llm_table_dry_run(name, expected, tmp_path, monkeypatch, capsys):
     """The [llm] tables as committed (embedded model) parse; --dry-run counts calls without starting any model."""

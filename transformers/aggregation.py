@@ -57,6 +57,7 @@ class AllPairs:
     """Compare every pair of the n items (n(n-1)/2 comparisons, all concurrent), order by Copeland score."""
 
     name = "allpairs"
+    answer_dependent = False  # the same n(n-1)/2 questions whatever the answers
 
     async def rank(self, n: int, cmp: Comparator) -> Ranking:
         pairs = list(combinations(range(n), 2))
@@ -74,6 +75,7 @@ class MergeSort:
     halves of every split are sorted concurrently."""
 
     name = "sort"
+    answer_dependent = True  # which items meet depends on the earlier decisions (an abstention ends a merge sooner)
 
     async def rank(self, n: int, cmp: Comparator) -> Ranking:
         result = Ranking(order=[])

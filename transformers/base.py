@@ -96,6 +96,13 @@ class Reranker(_TransformerBase):
         return f"{type(self).__name__}(top_k={self.top_k}, text={self.text!r})"
 
     @property
+    def calls_depend_on_answers(self) -> bool:
+        """True when the model's answers decide which questions come next (setwise heap, pairwise sort or sliding
+        passes: read from the strategy's ``answer_dependent``), so a dry run, whose answers are all missing, counts
+        a lower bound of the calls."""
+        return bool(getattr(getattr(self, "strategy", None), "answer_dependent", False))
+
+    @property
     def score_column(self) -> str:
         """This stage's raw-score column (``<type>_score``, or ``<stage>_score`` when the spec names the stage), which
         later stages keep and ``fuse`` reads."""

@@ -92,6 +92,7 @@ class SoftAllPairs:
     """All pairs, concurrently; score_i = sum_j p(i over j), no answer counting 0.5 for both."""
 
     name = "allpairs"
+    answer_dependent = False  # every pair once, whatever the answers
 
     async def rank(self, n: int, choose: Chooser) -> Selection:
         result = Selection(order=[])
@@ -116,6 +117,7 @@ class BubbleTopK:
     """Bubble passes from the bottom with windows of ``size`` items, ``passes`` times (see the module docstring)."""
 
     name = "bubble"
+    answer_dependent = True  # an item that does not move is asked about again: the memo answers, no call
 
     def __init__(self, size: int = 2, passes: int = 10):
         if size < 2:
@@ -157,6 +159,7 @@ class HeapTopK:
     """Select the best ``select`` items with a heap of nodes with ``size`` - 1 children (setwise heap sort)."""
 
     name = "heap"
+    answer_dependent = True  # a sift goes down only as far as the answers send it
 
     def __init__(self, size: int = 3, select: int = 10):
         if size < 3:
@@ -207,6 +210,7 @@ class PairMergeSort:
     """Merge sort over pairwise preferences: i before j when p(i over j) > 0.5 (``aggregation.MergeSort``)."""
 
     name = "sort"
+    answer_dependent = True  # which items meet depends on the earlier decisions
 
     async def rank(self, n: int, choose: Chooser) -> Selection:
         result = Selection(order=[])

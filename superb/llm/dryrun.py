@@ -4,8 +4,12 @@ their prompt tokens, so a spec can be costed before it is run.
 Each request it does not find in the cache is counted in Usage (calls, dry_run, prompt_tokens estimated,
 completion_tokens = max_tokens as an upper bound) and answered with a placeholder ``Completion`` that has
 failed=True and error="dry-run": callers take their counted fallback path, as for any failed call. Cached
-requests are served from the cache as usual (they would cost nothing), and a request identical to one in flight is
-coalesced as the real client does (superb.llm.client), so the count is what the real run would send.
+requests are served from the cache as usual (they would cost nothing), a request identical to one in flight is
+coalesced as the real client does (superb.llm.client), and a request identical to one counted earlier in this dry
+run is counted as coalesced, not as a call (the real run caches the first answer and serves the repeat from it).
+So the count is what the real run would send, for rerankers whose questions do not depend on the answers; for
+those whose questions do (``Reranker.calls_depend_on_answers``: setwise heap, pairwise sort or sliding), the
+placeholder answers end their searches early and the count is a lower bound (``superb run --dry-run`` says so).
 
 Prompt tokens: the server's /tokenize when ``tokenize_url`` is given (e.g. http://127.0.0.1:PORT, llama.cpp),
 else characters / 4; plus 4 tokens per message for the chat template.
@@ -19,6 +23,7 @@ import urllib.request
 
 from superb.errors import LLMError
 from superb.llm.cache import ResponseCache
+from superb.llm.cache import cache_key
 from superb.llm.client import _ClientBase
 from superb.llm.config import LLMConfig
 from superb.llm.types import ChatRequest, Completion
@@ -44,6 +49,7 @@ class DryRunClient(_ClientBase):
         self.usage = usage if usage is not None else Usage()
         self.tokenize_url = tokenize_url.rstrip("/") if tokenize_url else None
         self.info = {"model": self.model, "endpoints": [], "dry_run": True}
+        self._counted: set[str] = set()  # cache keys of the requests counted as calls
 
     def __repr__(self) -> str:
         return f"DryRunClient(model={self.model!r}, usage={self.usage})"
@@ -55,6 +61,11 @@ class DryRunClient(_ClientBase):
             return None
 
     async def _fetch(self, request: ChatRequest) -> Completion:
+        key = cache_key(self.model, request)
+        if key in self._counted:  # the real run would serve it from the answer it cached for the first one
+            self.usage.record(request.tag, self.model, coalesced=1)
+            return Completion(text="", failed=True, error=DRY_RUN_ERROR)
+        self._counted.add(key)
         tokens = await self.count_prompt_tokens(request)
         self.usage.record(request.tag, self.model, calls=1, dry_run=1, prompt_tokens=tokens,
                           completion_tokens=request.max_tokens)

@@ -1,0 +1,80 @@
+"""`superb run --dry-run` says which counts are exact and which are lower bounds.
+
+A setwise heap asks its next set from the answers; a dry run has none, so it counts fewer calls than the real run
+makes. Pointwise asks one question per product whatever the answers: its count is exact. Both are checked against a
+real run on the fake server (a consistent model that prefers a hidden score per product)."""
+
+import math
+import re
+import zlib
+
+import pandas as pd
+import pytest
+
+from chorus_specs import QUERIES, chorus_spec
+from fakeserver import FakeServer, Reply
+from superb.cli import main
+
+RERANKERS = """
+[[pipelines]]
+name = "PISA BM25 >> setwise"
+input = "PISA BM25"
+rerank = { type = "setwise", strategy = "heap", set_size = 3, select = 5, top_k = 10 }
+[[pipelines]]
+name = "PISA BM25 >> pointwise"
+input = "PISA BM25"
+rerank = { type = "pointwise", variant = "yesno", top_k = 10 }
+"""
+
+
+def consistent_model(request):
+    """Lettered sets: the product with the highest hidden score, with logprobs; yes/no questions: yes (0.7)."""
+    prompt = "".join(m["content"] for m in request["messages"])
+    shown = re.findall(r"^Product ([A-T]): <<< (.*) >>>$", prompt, re.M)
+    if shown:
+        logits = {x: (zlib.crc32(text.encode()) % 1000) / 250.0 for x, text in shown}
+        total = math.log(sum(math.exp(v) for v in logits.values()))
+        top = {x: v - total for x, v in logits.items()}
+        best = max(top, key=top.get)
+        return Reply(best, ((best, top[best], top),))
+    return Reply("yes", (("yes", math.log(0.7), {"yes": math.log(0.7), "no": math.log(0.3)}),))
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch, chorus_mirror):
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SUPERB_TEST_KEY", "fake-key-testsecret-0123456789")
+    return tmp_path
+
+
+def dry_counts(printed: str) -> dict[str, tuple[int, str]]:
+    """system -> (calls, count) from the dry run's table."""
+    out = {}
+    for name in ("PISA BM25 >> setwise", "PISA BM25 >> pointwise"):
+        line = next(x for x in printed.splitlines() if x.strip().startswith(name))
+        fields = line.strip()[len(name):].split()
+        out[name] = (int(fields[0]), " ".join(fields[3:]))
+    return out
+
+
+@pytest.mark.slow
+def test_dry_run_marks_answer_dependent_counts_as_lower_bounds(home, capsys):
+    with FakeServer(responder=consistent_model) as srv:
+        spec = home / "bounds.toml"
+        spec.write_text(chorus_spec("bounds", srv.base_url, home / "cache.sqlite", RERANKERS, first_stage="PISA BM25"))
+        assert main(["run", str(spec), "--out", str(home / "dry"), "--dry-run"]) == 0
+        printed = capsys.readouterr().out
+        assert srv.requests == 0 and not (home / "dry").exists()
+        dry = dry_counts(printed)
+        assert dry["PISA BM25 >> setwise"][1] == "lower bound"
+        assert dry["PISA BM25 >> pointwise"][1] == "exact"
+        # one question per product of the top 10; a product text shown twice is asked once (the cache answers)
+        assert 0 < dry["PISA BM25 >> pointwise"][0] <= 10 * len(QUERIES)
+        assert re.search(r"dry run: at least \d+ calls the real run would make", printed)
+        assert f"{dry['PISA BM25 >> setwise'][0]} of them are a lower bound" in printed
+
+        assert main(["run", str(spec), "--out", str(home / "out")]) == 0
+    usage = pd.read_csv(home / "out" / "usage.csv").set_index("system")
+    assert usage.loc["PISA BM25 >> pointwise", "calls"] == dry["PISA BM25 >> pointwise"][0]
+    # the answers send the heap's sifts deeper than the dry run's missing answers did
+    assert usage.loc["PISA BM25 >> setwise", "calls"] > dry["PISA BM25 >> setwise"][0]
