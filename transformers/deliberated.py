@@ -73,7 +73,7 @@ class DeliberatedReranker(Reranker):
         from superb.llm.prompts import load_template
 
         self.confidence = confidence
-        self.label = label
+        self.question = label  # the spec option `label`; NOT self.label (the base's progress-bar label)
         self.attribute_tokens = int(attribute_tokens)
         self.attributes_template = load_template("deliberated_attributes")
         self.label_template = load_template(
@@ -82,7 +82,7 @@ class DeliberatedReranker(Reranker):
         self._pending: dict[str, asyncio.Future] = {}
 
     def __repr__(self) -> str:
-        return (f"DeliberatedReranker(label={self.label!r}, confidence={self.confidence!r}, top_k={self.top_k}, "
+        return (f"DeliberatedReranker(label={self.question!r}, confidence={self.confidence!r}, top_k={self.top_k}, "
                 f"text={self.text!r})")
 
     @classmethod
@@ -134,7 +134,7 @@ class DeliberatedReranker(Reranker):
         attributes = await self.ideal_attributes(cands.query)
         comps = await asyncio.gather(*(self.complete(self.label_request(cands.query, attributes, t))
                                        for t in cands.texts))
-        if self.label != "grade":
+        if self.question != "grade":
             return [self.read_probability(c) for c in comps]
         return [label + confidence / 2.0 for label, confidence in map(self.read, comps)]
 
@@ -143,11 +143,11 @@ class DeliberatedReranker(Reranker):
         if comp.failed:
             self.stats["fallback_failed_call"] += 1
             return 0.0
-        vocab = YES_NO_TOKENS if self.label == "yesno" else LABEL_TOKENS
+        vocab = YES_NO_TOKENS if self.question == "yesno" else LABEL_TOKENS
         dist, _ = first_distribution(comp.logprobs, vocab)
         if dist is not None:
-            return dist.get(True, 0.0) if self.label == "yesno" else sum(g * p for g, p in dist.items()) / 3.0
-        if self.label == "yesno":
+            return dist.get(True, 0.0) if self.question == "yesno" else sum(g * p for g, p in dist.items()) / 3.0
+        if self.question == "yesno":
             answer = parse_yes_no(comp.text)
             value = None if answer is None else float(answer)
         else:
