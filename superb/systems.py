@@ -92,8 +92,8 @@ def _rerankers(p: PipelineSpec, dataset: Any, llm: Any, seed: int, progress: boo
     out = []
     for j, options in enumerate(p.rerank):
         reranker = build_reranker(dict(options), context=context, path=f"{p.path}.rerank[{j}]")
-        if hasattr(reranker, "label"):  # the progress bar shows the pipeline, not the key path
-            reranker.label = p.name if len(p.rerank) == 1 else f"{p.name} [{options['type']}]"
+        if hasattr(reranker, "progress_label"):  # the progress bar shows the pipeline, not the key path
+            reranker.progress_label = p.name if len(p.rerank) == 1 else f"{p.name} [{options['type']}]"
             reranker.progress = progress
         out.append(reranker)
     return out

@@ -264,7 +264,7 @@ def test_deliberated_label_options_are_checked():
     with FakeServer() as srv, client(srv) as llm:
         ctx = BuildContext(dataset=FakeDataset(), llm=llm)
         rr = build_reranker({"type": "deliberated", "label": "checklist", "fields": ["title"]}, context=ctx, path="r")
-        assert rr.label == "checklist" and rr.label_template.name == "deliberated_checklist"
+        assert rr.question == "checklist" and rr.label_template.name == "deliberated_checklist"
         with pytest.raises(SpecError, match=r"r\.label.*grade"):
             build_reranker({"type": "deliberated", "label": "rubric"}, context=ctx, path="r")
         with pytest.raises(SpecError, match=r"stated.*only applies to label \"grade\""):

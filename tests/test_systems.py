@@ -59,13 +59,18 @@ def test_rerankers_carry_the_pipeline_name_as_progress_label(tmp_path):
     one = PipelineSpec(name="BM25 >> pointwise", path="pipelines[1]", input="BM25",
                        rerank=({"type": "pointwise", "top_k": 5},))
     [r] = _rerankers(one, dataset, llm=object(), seed=0, progress=False)
-    assert isinstance(r, Reranker) and r.label == "BM25 >> pointwise" and r.progress is False
+    assert isinstance(r, Reranker) and r.progress_label == "BM25 >> pointwise" and r.progress is False
     assert r.tag == "pipelines[1].rerank[0]"  # the key path stays the usage tag
     assert r.progress_bar(5).disable  # progress=False reaches the bar
     two = PipelineSpec(name="BM25 >> shuffle >> listwise", path="pipelines[2]", input="BM25",
                        rerank=({"type": "shuffle", "top_k": 5}, {"type": "listwise", "top_k": 5}))
-    assert _rerankers(two, dataset, llm=object(), seed=0, progress=True)[1].label == \
+    assert _rerankers(two, dataset, llm=object(), seed=0, progress=True)[1].progress_label == \
         "BM25 >> shuffle >> listwise [listwise]"
+    # a reranker option named like the bar's attribute once lost to it: deliberated's `label` (its question) survives
+    three = PipelineSpec(name="BM25 >> deliberated", path="pipelines[3]", input="BM25",
+                         rerank=({"type": "deliberated", "label": "yesno", "top_k": 5},))
+    [d] = _rerankers(three, dataset, llm=object(), seed=0, progress=False)
+    assert d.question == "yesno" and d.progress_label == "BM25 >> deliberated"
 
 
 def test_ties_follow_trec_eval_and_scores_strictly_decrease():

@@ -21,8 +21,8 @@ with ``rank``) and the raw reranker score in ``llm_score`` AND in the stage's ow
 ``llm_score`` loses nothing; the input's ``score`` is kept as ``first_stage_score`` by the first stage that reranks
 (a later stage leaves it alone); ``fuse`` combines these columns; ranks via ``pt.model.add_ranks``;
 per-query concurrency (one coroutine per query, run together by ``superb.llm.runner.run_all``) with a tqdm progress
-bar on stderr (labelled with ``label``, which the experiment runner sets to the pipeline's name, else the tag; unit
-"query", ETA) from two queries up; ``SUPERB_PROGRESS=0`` turns it off. The bar is shown whether or not stderr is a
+bar on stderr (labelled with ``progress_label``, which the experiment runner sets to the pipeline's name, else the tag;
+unit "query", ETA) from two queries up; ``SUPERB_PROGRESS=0`` turns it off. The bar is shown whether or not stderr is a
 terminal (like the client's ``complete_many`` bar), so long runs logged to a file show their ETA too.
 """
 
@@ -88,7 +88,7 @@ class Reranker(_TransformerBase):
         self.top_k = None if top_k is None else int(top_k)
         self.tag = tag or self.type_name
         self.stage: str | None = None  # names the raw-score column (score_column); build_reranker sets it from the spec
-        self.label: str | None = None  # the progress bar's label; the experiment runner sets the pipeline's name
+        self.progress_label: str | None = None  # the progress bar's label: the runner sets the pipeline's name
         self.progress = True  # False: no progress bar (run_experiment(progress=False))
         self.stats: Counter = Counter()
 
@@ -140,10 +140,11 @@ class Reranker(_TransformerBase):
         return run_all(self.llm, coros, bar=self.progress_bar(len(coros)))
 
     def progress_bar(self, total: int):
-        """The per-query tqdm bar: labelled with ``label`` (the runner sets the pipeline's name), else the tag."""
+        """The per-query tqdm bar: labelled with ``progress_label`` (the runner sets the pipeline's name), else the
+        tag."""
         from superb.llm.runner import progress_bar
 
-        return progress_bar(total, self.label or self.tag, show=self.progress)
+        return progress_bar(total, self.progress_label or self.tag, show=self.progress)
 
     # ---- the PyTerrier side -------------------------------------------------------------------------------------
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:

@@ -73,7 +73,7 @@ class DeliberatedReranker(Reranker):
         from superb.llm.prompts import load_template
 
         self.confidence = confidence
-        self.question = label  # the spec option `label`; NOT self.label (the base's progress-bar label)
+        self.question = label  # the spec option `label` (the base's progress bar has its own progress_label)
         self.attribute_tokens = int(attribute_tokens)
         self.attributes_template = load_template("deliberated_attributes")
         self.label_template = load_template(
