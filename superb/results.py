@@ -207,11 +207,25 @@ def _plots(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_di
         return
     reranked = [p.name for p in result.spec.pipelines if p.rerank]
     if reranked:
-        pts = usage.set_index("system").loc[reranked, ["calls_per_query", "prompt_tokens_per_query"]]
+        pts = cumulative_cost(result.spec.pipelines, usage).loc[reranked]
         cost_plot(pts.join(ndcg.rename("ndcg10")).reset_index(), out_dir / "cost.png")
     for p in result.spec.pipelines:
         if p.baseline:
             gain_plot(first, p.name, p.baseline, "nDCG@10", out_dir / f"gain_{file_name(p.name)}.png")
+
+
+def cumulative_cost(pipelines, usage: pd.DataFrame) -> pd.DataFrame:
+    """Requests and prompt tokens per query of each system WITH its inputs (``input`` chains), indexed by system: what
+    running the system alone costs. A fusion row makes no call of its own, yet costs the LLM stages it fuses."""
+    own = usage.set_index("system")[["calls_per_query", "prompt_tokens_per_query"]]
+    inputs = {p.name: p.input for p in pipelines}
+    out = own.copy()
+    for name in own.index:
+        parent = inputs.get(name)
+        while parent is not None and parent in own.index:
+            out.loc[name] += own.loc[parent]
+            parent = inputs.get(parent)
+    return out
 
 
 def write_run(run: pd.DataFrame, path: Path, tag: str) -> None:

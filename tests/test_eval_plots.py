@@ -30,3 +30,23 @@ def test_gain_plot_writes_png(tmp_path):
     assert data.startswith(PNG_MAGIC) and len(data) > 5_000
     with pytest.raises(ValueError, match="RM3"):
         gain_plot(perquery, "BM25 >> X", "RM3", "nDCG@10", tmp_path / "bad.png")
+
+
+def test_cost_of_a_system_includes_its_inputs():
+    """A fusion makes no call itself, yet costs the LLM stages it fuses: the cost plot places each system at the
+    requests of its whole input chain."""
+    from superb.results import cumulative_cost
+    from superb.spec import PipelineSpec
+
+    pipelines = (PipelineSpec(name="BM25", path="p[0]", first_stage={"engine": "pisa"}),
+                 PipelineSpec(name="P", path="p[1]", input="BM25", rerank=({"type": "pointwise"},)),
+                 PipelineSpec(name="fuse(BM25, P)", path="p[2]", input="P", rerank=({"type": "fuse"},)),
+                 PipelineSpec(name="P >> L", path="p[3]", input="P", rerank=({"type": "listwise"},)),
+                 PipelineSpec(name="fuse(BM25, P, L)", path="p[4]", input="P >> L", rerank=({"type": "fuse"},)))
+    usage = pd.DataFrame({"system": ["BM25", "P", "fuse(BM25, P)", "P >> L", "fuse(BM25, P, L)"],
+                          "calls_per_query": [0, 20, 0, 1, 0],
+                          "prompt_tokens_per_query": [0.0, 3000.0, 0.0, 500.0, 0.0]})
+    cost = cumulative_cost(pipelines, usage)
+    assert cost["calls_per_query"].to_dict() == {"BM25": 0, "P": 20, "fuse(BM25, P)": 20, "P >> L": 21,
+                                                 "fuse(BM25, P, L)": 21}
+    assert cost.loc["fuse(BM25, P, L)", "prompt_tokens_per_query"] == 3500.0

@@ -38,15 +38,16 @@ def _save(fig, path) -> Path:
 
 def cost_plot(points: pd.DataFrame, path, *, measure_label: str = "nDCG@10") -> Path:
     """Two panels: ``ndcg10`` against LLM calls per query and against prompt tokens per query, one labelled point
-    per system (first stages sit at zero cost). Writes a PNG to ``path`` and returns it."""
+    per system (first stages sit at zero cost; superb.results passes each system's cost with its inputs, so a
+    fusion sits at the cost of the stages it fuses). Writes a PNG to ``path`` and returns it."""
     _require(points, COST_COLUMNS, "points")
     if points.empty:
         raise ValueError("points is empty: nothing to plot")
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     try:
-        for ax, column, label in ((axes[0], "calls_per_query", "LLM calls per query"),
-                                  (axes[1], "prompt_tokens_per_query", "prompt tokens per query")):
+        for ax, column, label in ((axes[0], "calls_per_query", "LLM requests per query (system + inputs)"),
+                                  (axes[1], "prompt_tokens_per_query", "prompt tokens per query (system + inputs)")):
             x = pd.to_numeric(points[column], errors="coerce").to_numpy(dtype=float)
             y = pd.to_numeric(points["ndcg10"], errors="coerce").to_numpy(dtype=float)
             ax.scatter(x, y, s=36, zorder=3)
