@@ -96,8 +96,6 @@ def _cmd_run(args) -> int:
     check_replaceable(out)  # a folder superb may not replace is refused before the run, not after its LLM calls
     result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard)
     if args.dry_run:
-        from superb.results import usage_frame
-
         print(dry_run_report(result))
         return 0
     write_results(result, out)

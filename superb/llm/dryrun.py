@@ -22,8 +22,7 @@ import json
 import urllib.request
 
 from superb.errors import LLMError
-from superb.llm.cache import ResponseCache
-from superb.llm.cache import cache_key
+from superb.llm.cache import ResponseCache, cache_key
 from superb.llm.client import _ClientBase
 from superb.llm.config import LLMConfig
 from superb.llm.types import ChatRequest, Completion
