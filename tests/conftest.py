@@ -24,3 +24,12 @@ def chorus_mirror(monkeypatch) -> Path:
         pytest.fail(f"the Chorus mirror is not at {mirror}: set SUPERB_DATA_MIRROR to a folder holding chorus-icecat/")
     monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))
     return mirror
+
+
+@pytest.fixture()
+def chorus_run_home(tmp_path, monkeypatch, chorus_mirror) -> Path:
+    """``superb run`` on Chorus against the fake server: SUPERB_HOME under ``tmp_path`` (returned), the chorus_specs
+    API key in SUPERB_TEST_KEY."""
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SUPERB_TEST_KEY", "fake-key-testsecret-0123456789")
+    return tmp_path

@@ -27,6 +27,13 @@ def client(srv, **kw) -> LLMClient:
     return LLMClient(LLMConfig(model="fake-model", base_urls=(srv.base_url,), **kw), cache=None, usage=Usage())
 
 
+def lp(dist: dict[str, float], text: str | None = None) -> Reply:
+    """A one-token reply whose top alternatives carry ``dist`` (probabilities); the text is the most probable."""
+    best = text if text is not None else max(dist, key=dist.get)
+    top = {t: math.log(p) for t, p in dist.items()}
+    return Reply(best, ((best, top.get(best, -20.0), top),))
+
+
 def prompt_of(req: dict) -> str:
     """All message contents of a chat request received by the fake server, concatenated."""
     return "".join(m["content"] for m in req["messages"])

@@ -41,10 +41,8 @@ def consistent_model(request):
 
 
 @pytest.fixture()
-def home(tmp_path, monkeypatch, chorus_mirror):
-    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SUPERB_TEST_KEY", "fake-key-testsecret-0123456789")
-    return tmp_path
+def home(chorus_run_home):
+    return chorus_run_home
 
 
 def dry_counts(printed: str) -> dict[str, tuple[int, str]]:

@@ -46,10 +46,8 @@ rerank = { type = "shuffle", seed = 3, top_k = 10 }
 
 
 @pytest.fixture()
-def home(tmp_path, monkeypatch, chorus_mirror):
-    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SUPERB_TEST_KEY", "fake-key-testsecret-0123456789")
-    return tmp_path
+def home(chorus_run_home):
+    return chorus_run_home
 
 
 @pytest.mark.slow

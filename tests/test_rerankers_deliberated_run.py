@@ -4,7 +4,6 @@ asks), so that in every run the yes/no question fell back on all products and th
 expected grade. Checked here on the real Chorus data, PISA BM25, and the fake server."""
 
 import json
-import math
 import re
 import zlib
 
@@ -13,6 +12,7 @@ import pytest
 
 from chorus_specs import QUERIES, chorus_spec
 from fakeserver import FakeServer, Reply
+from reranker_helpers import lp
 from superb.cli import main
 from superb.data import load_dataset
 
@@ -33,12 +33,6 @@ def kind(product: str) -> str:
     return "x" if zlib.crc32(product.encode()) % 2 else "y"
 
 
-def lp(dist: dict[str, float]) -> Reply:
-    best = max(dist, key=dist.get)
-    top = {t: math.log(p) for t, p in dist.items()}
-    return Reply(best, ((best, top[best], top),))
-
-
 def model(request):
     """Attributes for the first step; then, per product kind: x is grade 0 (0.6) or 3 (0.4), and yes (0.9); y is
     grade 1 (1.0), and yes (0.1). By grade then confidence y ranks above x (1.5 against 0.3); by the expected grade
@@ -54,10 +48,8 @@ def model(request):
 
 
 @pytest.fixture()
-def home(tmp_path, monkeypatch, chorus_mirror):
-    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SUPERB_TEST_KEY", "fake-key-testsecret-0123456789")
-    return tmp_path
+def home(chorus_run_home):
+    return chorus_run_home
 
 
 @pytest.mark.slow

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 import pandas as pd
 import pytest
 
 from fakeserver import FakeServer, Fault, Reply
-from reranker_helpers import client, prompt_of
+from reranker_helpers import client, lp, prompt_of
 from superb.errors import SpecError
 from superb.transformers import BuildContext, build_reranker
 from superb.transformers.deliberated import DeliberatedReranker
@@ -23,13 +22,6 @@ def _home(tmp_path, monkeypatch):
 
 def product_of(req: dict) -> str:
     return re.search(r"^Product: <<< (.*) >>>$", prompt_of(req), re.M).group(1)
-
-
-def lp(dist: dict[str, float], text: str | None = None) -> Reply:
-    """A one-token reply whose top alternatives carry ``dist`` (probabilities); the text is the most probable."""
-    best = text if text is not None else max(dist, key=dist.get)
-    top = {t: math.log(p) for t, p in dist.items()}
-    return Reply(best, ((best, top.get(best, -20.0), top),))
 
 
 def frame(qid: str, query: str, texts: list[str]) -> pd.DataFrame:
