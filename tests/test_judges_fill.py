@@ -142,8 +142,18 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     assert sentence and sentence in (out / "views.md").read_text() and sentence in (out / "table.md").read_text()
     assert "<!-- views: superb judge --fill -->" in (out / "README.md").read_text()
     study = pd.read_csv(out / "label_study.csv")
-    assert set(study["labels"]) == {"llm", "filled"} and set(study["measure"]) == {"nDCG@5", "P(rel=2)@5"}
+    assert set(study["labels"]) == {"llm", "same pairs", "filled"} and set(study["measure"]) == {"nDCG@5",
+                                                                                                 "P(rel=2)@5"}
     assert (study["n_queries"] == len(TEST_QUERIES)).all()
+    # "same pairs": the LLM labels of the human-judged pairs only, recomputed here; the order is by mean nDCG@5
+    same = llm.merge(human[["qid", "docno"]]).rename(columns={"qid": "query_id", "docno": "doc_id",
+                                                              "label": "relevance"})
+    assert 0 < len(same) < len(llm)
+    means = {name: ir_measures.calc_aggregate([ir_measures.nDCG @ 5], same, run.rename(
+        columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]])[ir_measures.nDCG @ 5]
+        for name, run in runs.items()}
+    row = study[(study["labels"] == "same pairs") & (study["measure"] == "nDCG@5")].iloc[0]
+    assert row["order_judge"] == " > ".join(sorted(means, key=lambda n: -means[n]))
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["fill"]["fingerprint"]["cuts"] == fingerprint["cuts"] and "llm_qrels.trec" in prov["files"]
     with gzip.open(out / "responses.jsonl.gz", "rt") as f:

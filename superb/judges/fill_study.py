@@ -5,7 +5,11 @@ study, the merged shipped responses and the provenance record.
 THE LABEL STUDY (label_study.md / .csv / label_study_verdicts.csv): the folder's systems over all its queries,
 evaluated under the human qrels (full view: unjudged = non-relevant) and under
 
-- "llm": the LLM labels alone (scope "all": every product in any system's top ``depth`` is labelled), and
+- "llm": the LLM labels alone (scope "all": every product in any system's top ``depth`` is labelled),
+- "same pairs" (scope "all"): the LLM labels of the pairs that have a human label, and no others: both label sets
+  then cover exactly the same (query, product) pairs, so a difference in the ordering comes from the labels alone and
+  not from the human pool's holes (which "llm" fills and the human qrels count as non-relevant). The human qrels'
+  extra pairs (judged products below every system's top ``depth``) change no measure with a cut-off <= ``depth``.
 - "filled": human labels where they exist, LLM labels elsewhere;
 
 per measure of the spec whose cut-off is at most ``depth`` (deeper ones would count unlabelled ranks): Kendall's
@@ -120,12 +124,13 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
 
     llm_views = {"filled": filled}
     if options.scope == "all":
-        llm_views = {"llm": llm, "filled": filled}
+        judged = scored.loc[scored["judged"], ["qid", "docno"]]
+        llm_views = {"llm": llm, "same pairs": llm.merge(judged, on=["qid", "docno"]), "filled": filled}
     taus, verdicts, sections = label_study_rows(folder, ev.measures, llm_views, options.depth, options.bootstrap,
                                                 folder.spec.seed)
     intro = (f"# {folder.spec.name}: system orderings under human and LLM labels\n\n{len(folder.runs)} systems, "
              f"{taus['n_queries'].iloc[0] if len(taus) else 0} queries; LLM labels of {fingerprint['judge']} on every "
-             f"product in a system's top {options.depth} ({'all of them: the llm rows' if options.scope == 'all' else 'the unjudged ones only'}). "
+             f"product in a system's top {options.depth} ({'all of them: the llm rows; same pairs: only those with a human label, so that both label sets cover the same pairs' if options.scope == 'all' else 'the unjudged ones only'}). "
              f"Measures with a cut-off <= {options.depth}; 95% intervals resample queries "
              f"({options.bootstrap} resamples). A flip is a changed conclusion (better / worse / no significant "
              "difference).\n\n")
