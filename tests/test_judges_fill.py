@@ -145,6 +145,20 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     assert set(study["labels"]) == {"llm", "same pairs", "filled"} and set(study["measure"]) == {"nDCG@5",
                                                                                                  "P(rel=2)@5"}
     assert (study["n_queries"] == len(TEST_QUERIES)).all()
+    # every pair of the three systems is tested under both label sets (superb.judges.pair_agreement)
+    assert (study["system_pairs"] == 3).all() and (study["same_order"] <= study["significant_human"]).all()
+    assert "significant pairs (human)" in (out / "label_study.md").read_text()
+    # a view without a pair for some query (same pairs, when no human-judged product reaches any top 5) compares the
+    # other queries only, and says so
+    from superb.eval.measures import parse_measure
+    from superb.judges.fill import read_folder
+    from superb.judges.fill_study import label_study_rows
+
+    folder = read_folder(out)
+    dropped = llm[llm["qid"] != TEST_QUERIES[0]].drop(columns="it")
+    taus, _, sections = label_study_rows(folder, [parse_measure("nDCG@5")], {"same pairs": dropped}, 5, 50, 0)
+    assert taus["n_queries"].tolist() == [len(TEST_QUERIES) - 1]
+    assert f"{len(TEST_QUERIES) - 1} of the {len(TEST_QUERIES)} queries" in sections[0]
     # "same pairs": the LLM labels of the human-judged pairs only, recomputed here; the order is by mean nDCG@5
     same = llm.merge(human[["qid", "docno"]]).rename(columns={"qid": "query_id", "docno": "doc_id",
                                                               "label": "relevance"})

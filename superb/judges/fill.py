@@ -32,7 +32,8 @@ it was):
                           whether a conclusion changes between the views (superb.eval.report.views_sentence)
   views.md                that sentence and every changed verdict; README.md gets it between
                           <!-- views: superb judge --fill --> and <!-- end views --> (the section is replaced)
-  label_study.md / .csv / label_study_verdicts.csv   Kendall's tau (query-bootstrap intervals) and flipped verdicts
+  label_study.md / .csv / label_study_verdicts.csv   Kendall's tau (query-bootstrap intervals), the agreement on
+                          significantly different pairs of systems (superb.judges.pair_agreement) and flipped verdicts
                           under human vs LLM-only and human vs filled labels (superb.judges.fill_study)
   responses.jsonl.gz      the folder's shipped responses plus the judge's (merged by key), so the folder re-derives
                           with zero calls after `superb responses replay`

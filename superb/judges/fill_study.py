@@ -59,18 +59,27 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
     queries = sorted(set(folder.topics["qid"]) & set(folder.qrels["qid"].astype(str)))
     taus, verdicts, sections = [], [], []
     for name, qrels in views.items():
+        # a query none of whose labelled pairs the view keeps (same pairs: no human-judged product in any top
+        # `depth`) is left out of that view's comparison, on both sides, and the row's n_queries says so
+        labelled = set(qrels["qid"].astype(str))
+        kept = [q for q in queries if q in labelled]
         study = label_study(folder.runs, folder.qrels, qrels, measures, folder.spec.baselines,
-                            names=("human", "judge"), queries=queries, test=ev.test, correction=ev.correction,
+                            names=("human", "judge"), queries=kept, test=ev.test, correction=ev.correction,
                             alpha=ev.alpha, seed=folder.spec.seed, bootstrap=QueryBootstrap(bootstrap, seed=seed))
         every = _all_verdicts(study)
-        taus.append(study.tau.assign(labels=name, n_queries=len(queries)))
+        taus.append(study.tau.assign(labels=name, n_queries=len(kept)))
         verdicts.append(every.assign(labels=name))
         flips = every[every["flipped"]]
-        lines = [f"## human vs {name}", "", "| measure | Kendall's tau [95% CI] | discordant pairs | order (human) | "
-                 f"order ({name}) |", "|---|---:|---:|---|---|"]
+        lines = [f"## human vs {name}", "", "| measure | Kendall's tau [95% CI] | discordant pairs | significant pairs "
+                 f"(human): {name} orders alike / confirms / reverses | significant pairs ({name}): not under human "
+                 f"| order (human) | order ({name}) |", "|---|---:|---:|---:|---:|---|---|"]
         for r in study.tau.itertuples(index=False):
             tau = "n/a (ties)" if pd.isna(r.tau) else f"{r.tau:.3f} [{r.tau_low:.2f}, {r.tau_high:.2f}]"
-            lines.append(f"| {r.measure} | {tau} | {r.discordant_pairs} | {r.order_human} | {r.order_judge} |")
+            lines.append(f"| {r.measure} | {tau} | {r.discordant_pairs} | {r.significant_human}: {r.same_order} / "
+                         f"{r.confirmed} / {r.reversed} | {r.significant_judge}: {r.only_judge} | {r.order_human} | "
+                         f"{r.order_judge} |")
+        if len(kept) < len(queries):
+            lines += ["", f"{len(kept)} of the {len(queries)} queries: the others have no pair in this view."]
         lines += ["", f"Verdicts against the baseline: {len(every)} tested, {len(flips)} flipped."]
         lines += [f"- {r.system} vs {r.baseline}, {r.measure}: {r.verdict_human} (human) -> {r.verdict_judge} "
                   f"({name})" for r in flips.itertuples(index=False)]
@@ -133,7 +142,10 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
              f"product in a system's top {options.depth} ({'all of them: the llm rows; same pairs: only those with a human label, so that both label sets cover the same pairs' if options.scope == 'all' else 'the unjudged ones only'}). "
              f"Measures with a cut-off <= {options.depth}; 95% intervals resample queries "
              f"({options.bootstrap} resamples). A flip is a changed conclusion (better / worse / no significant "
-             "difference).\n\n")
+             "difference). Significant pairs: every pair of systems tested under each label set (the spec's test, "
+             "one correction family per label set and measure); of the pairs the human labels separate, how many "
+             "the LLM labels order the same way, confirm significantly, or significantly reverse "
+             "(superb.judges.pair_agreement).\n\n")
     _write_text(out / "label_study.md", intro + "\n".join(sections))
     taus.to_csv(out / "label_study.csv", index=False)
     verdicts.to_csv(out / "label_study_verdicts.csv", index=False)

@@ -21,7 +21,8 @@ import pandas as pd
 class LabelStudy:
     perquery: pd.DataFrame  # labels, system, qid, measure, value
     tables: dict[str, pd.DataFrame]  # labels name -> superb.eval.evaluate.significance table of that view
-    tau: pd.DataFrame  # measure, n_systems, tau, p, discordant_pairs, order_<a>, order_<b>
+    tau: pd.DataFrame  # measure, n_systems, tau, p, discordant_pairs, order_<a>, order_<b>, + pair agreement
+    pairs: pd.DataFrame  # every pair of systems with its verdict under both (superb.judges.pair_agreement)
     flips: pd.DataFrame  # system, baseline, measure, verdict_<a>, verdict_<b>, p_corrected_<a>, p_corrected_<b>
     names: tuple[str, str]
     queries: list[str]
@@ -99,11 +100,13 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
                 queries: Sequence[str] | None = None, condensed: bool = False, test: str = "t",
                 correction: str = "holm", alpha: float = 0.05, seed: int = 0, bootstrap=None) -> LabelStudy:
     """Evaluate ``runs`` (system -> run frame) under both qrels on one topic set (default: queries judged in both),
-    test each system against ``baselines[system]`` under each, and compare orderings and verdicts. ``bootstrap``
+    test each system against ``baselines[system]`` under each, and compare orderings and verdicts (against the
+    baselines, and between every pair of systems: superb.judges.pair_agreement). ``bootstrap``
     (superb.judges.bootstrap.QueryBootstrap) adds 95% intervals for Kendall's tau (tau_low, tau_high)."""
     from superb.eval.evaluate import View, families, per_query, significance
     from superb.eval.measures import parse_measure
     from superb.eval.stats import PairedTest
+    from superb.judges.pair_agreement import pair_agreement
 
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"names must be two different labels for the qrels sets, got {list(names)}")
@@ -120,7 +123,9 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
     tables = {n: table[table["view"] == n].drop(columns="view").reset_index(drop=True) for n in names}
     pq_a, pq_b = (pq[n].drop(columns="view") for n in names)
     perquery = pd.concat([pq_a.assign(labels=names[0]), pq_b.assign(labels=names[1])], ignore_index=True)
-    return LabelStudy(perquery=perquery[["labels", "system", "qid", "measure", "value"]], tables=tables,
-                      tau=ranking_agreement(pq_a, pq_b, names, bootstrap=bootstrap),
+    summary, pairs = pair_agreement(pq_a, pq_b, names, test=test, correction=correction, alpha=alpha, seed=seed)
+    tau = ranking_agreement(pq_a, pq_b, names, bootstrap=bootstrap).merge(summary, on="measure", how="left")
+    return LabelStudy(perquery=perquery[["labels", "system", "qid", "measure", "value"]], tables=tables, tau=tau,
+                      pairs=pairs,
                       flips=verdict_flips(tables[names[0]], tables[names[1]], names), names=tuple(names),
                       queries=topic)

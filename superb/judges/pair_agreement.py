@@ -1,0 +1,74 @@
+"""Do two label sets draw the same conclusions about PAIRS of systems?
+
+Kendall's tau (superb.judges.study.ranking_agreement) weighs every pair of systems alike, so with many systems within
+noise of each other (a first stage and its light rerankings) it mostly measures how those near-ties fall. What a
+researcher concludes from a table is narrower: "system X is significantly better than system Y". Here every pair of
+systems is tested under each label set (the spec's paired test over the same queries, one correction family per
+label set and measure: all pairs), and the conclusions are compared:
+
+- ``significant_<a>``: pairs significantly different under ``a`` (the reference labels, e.g. the human ones);
+- ``same_order``: of those, pairs that ``b`` orders the same way by mean (significant or not);
+- ``confirmed``: of those, pairs ``b`` also finds significant, in the same direction;
+- ``reversed``: of those, pairs ``b`` finds significant in the OTHER direction (the worst outcome);
+- ``significant_<b>`` and ``only_<b>``: pairs significant under ``b``, and those of them ``a`` does not find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+
+def pair_verdicts(perquery: pd.DataFrame, *, test: str = "t", correction: str = "holm", alpha: float = 0.05,
+                  seed: int = 0) -> pd.DataFrame:
+    """Every pair of systems per measure (columns system, other, measure, delta, p, p_corrected, verdict), from
+    per-query values (system, qid, measure, value). ``delta`` = mean(system) - mean(other); verdict "better" /
+    "worse" (for ``system``) when the corrected p is at most ``alpha``, else "n.s." (also when all values tie)."""
+    from superb.eval.stats import correct, paired_pvalue
+
+    rows = []
+    for measure, frame in perquery.groupby("measure", sort=False):
+        wide = frame.pivot_table(index="qid", columns="system", values="value", sort=False)
+        if wide.isna().any().any():
+            missing = wide.columns[wide.isna().any()].tolist()
+            raise ValueError(f"{measure}: systems {missing} lack per-query values for some queries; a paired test "
+                             "needs every system on every query")
+        systems = list(pd.unique(frame["system"]))
+        pairs = list(combinations(systems, 2))
+        p = np.array([paired_pvalue(wide[s].to_numpy(), wide[o].to_numpy(), test, seed=seed) for s, o in pairs])
+        corrected, reject = correct(p, correction, alpha)
+        for (s, o), raw, adj, rej in zip(pairs, p, corrected, reject):
+            delta = float(wide[s].mean() - wide[o].mean())
+            verdict = ("better" if delta > 0 else "worse") if rej else "n.s."
+            rows.append({"system": s, "other": o, "measure": measure, "delta": delta, "p": raw, "p_corrected": adj,
+                         "verdict": verdict})
+    return pd.DataFrame(rows, columns=["system", "other", "measure", "delta", "p", "p_corrected", "verdict"])
+
+
+def pair_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Sequence[str] = ("a", "b"), *,
+                   test: str = "t", correction: str = "holm", alpha: float = 0.05,
+                   seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary per measure, every pair with both verdicts) of the same systems evaluated under two label sets; see
+    the module doc for the summary's columns."""
+    a_name, b_name = names
+    va = pair_verdicts(perquery_a, test=test, correction=correction, alpha=alpha, seed=seed)
+    vb = pair_verdicts(perquery_b, test=test, correction=correction, alpha=alpha, seed=seed)
+    both = va.merge(vb, on=["system", "other", "measure"], how="outer", suffixes=(f"_{a_name}", f"_{b_name}"),
+                    indicator=True)
+    if (both["_merge"] != "both").any():
+        raise ValueError("the two evaluations differ in systems or measures: compare the same runs under both")
+    both = both.drop(columns="_merge")
+    rows = []
+    for measure, g in both.groupby("measure", sort=False):
+        sig_a = g[f"verdict_{a_name}"] != "n.s."
+        sig_b = g[f"verdict_{b_name}"] != "n.s."
+        same_sign = np.sign(g[f"delta_{a_name}"]) == np.sign(g[f"delta_{b_name}"])
+        rows.append({"measure": measure, "system_pairs": len(g), f"significant_{a_name}": int(sig_a.sum()),
+                     "same_order": int((sig_a & same_sign).sum()),
+                     "confirmed": int((sig_a & sig_b & same_sign).sum()),
+                     "reversed": int((sig_a & sig_b & ~same_sign).sum()),
+                     f"significant_{b_name}": int(sig_b.sum()), f"only_{b_name}": int((sig_b & ~sig_a).sum())})
+    return pd.DataFrame(rows), both.reset_index(drop=True)
