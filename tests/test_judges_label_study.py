@@ -95,6 +95,9 @@ def test_label_study_on_a_reused_results_folder(home, capsys):
     assert verdicts[["system", "baseline", "verdict_human", "verdict_judge", "flipped"]].values.tolist() == [
         ["B", "A", "worse", "better", True]]
     assert row["tested_verdicts"] == 1 and row["flipped_verdicts"] == 1
+    # the one pair of systems: significant under both label sets, in opposite directions -> reversed
+    assert (row["system_pairs"], row["significant_human"], row["same_order"], row["confirmed"], row["reversed"],
+            row["significant_judge"], row["only_judge"]) == (1, 1, 0, 0, 1, 1, 0)
     md = (out / "label_study.md").read_text()
     assert "B vs A, P(rel=2)@1: worse (human) -> better (judge)" in md and "condensed lists" in md
     prov = json.loads((out / "provenance.json").read_text())

@@ -136,8 +136,9 @@ def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame,
                          "flipped_verdicts": int(every["flipped"].sum()), "tested_verdicts": len(every)}
     out = Path(out)
     table = pd.DataFrame(rows)
-    cols = ["judge", "measure", "n_systems", "n_queries", "tau", "p", "discordant_pairs", "order_human",
-            "order_judge", "tested_verdicts", "flipped_verdicts"]
+    cols = ["judge", "measure", "n_systems", "n_queries", "tau", "p", "discordant_pairs", "system_pairs",
+            "significant_human", "same_order", "confirmed", "reversed", "significant_judge", "only_judge",
+            "order_human", "order_judge", "tested_verdicts", "flipped_verdicts"]
     table[cols].to_csv(out / "label_study.csv", index=False)
     pd.concat(verdicts, ignore_index=True).to_csv(out / "label_study_verdicts.csv", index=False)
     rule = ("condensed lists: documents outside those pairs are removed from the runs before scoring"
@@ -188,12 +189,15 @@ def _section(name: str, study, every: pd.DataFrame, n_pairs: int) -> str:
              "| measure | system | human | judge |", "|---|---|---:|---:|"]
     for (measure, system), r in means.iterrows():
         lines.append(f"| {measure} | {system} | {r['human']:.3f} | {r['judge']:.3f} |")
-    lines += ["", "| measure | Kendall's tau | p | discordant pairs | order (human) | order (judge) |",
-              "|---|---:|---:|---:|---|---|"]
+    lines += ["", "| measure | Kendall's tau | p | discordant pairs | significant pairs (human): judge orders alike / "
+                  "confirms / reverses | significant pairs (judge): not under human | order (human) | order (judge) |",
+              "|---|---:|---:|---:|---:|---:|---|---|"]
     for r in study.tau.itertuples(index=False):
         tau = "n/a (ties)" if np.isnan(r.tau) else f"{r.tau:.3f}"
         p = "" if np.isnan(r.p) else f"{r.p:.3f}"
-        lines.append(f"| {r.measure} | {tau} | {p} | {r.discordant_pairs} | {r.order_human} | {r.order_judge} |")
+        lines.append(f"| {r.measure} | {tau} | {p} | {r.discordant_pairs} | {r.significant_human}: {r.same_order} / "
+                     f"{r.confirmed} / {r.reversed} | {r.significant_judge}: {r.only_judge} | {r.order_human} | "
+                     f"{r.order_judge} |")
     flips = every[every["flipped"]]
     lines += ["", f"Verdicts against the baseline: {len(every)} tested, {len(flips)} flipped (better / worse / no "
                   "significant difference)."]
