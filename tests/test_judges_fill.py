@@ -148,6 +148,8 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     # every pair of the three systems is tested under both label sets (superb.judges.pair_agreement)
     assert (study["system_pairs"] == 3).all() and (study["same_order"] <= study["significant_human"]).all()
     assert "significant pairs (human)" in (out / "label_study.md").read_text()
+    pairs = pd.read_csv(out / "label_study_pairs.csv")
+    assert len(pairs) == 3 * 2 * 3 and {"verdict_human", "verdict_judge", "delta_human", "delta_judge"} <= set(pairs)
     # a view without a pair for some query (same pairs, when no human-judged product reaches any top 5) compares the
     # other queries only, and says so
     from superb.eval.measures import parse_measure
@@ -156,7 +158,7 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
 
     folder = read_folder(out)
     dropped = llm[llm["qid"] != TEST_QUERIES[0]].drop(columns="it")
-    taus, _, sections = label_study_rows(folder, [parse_measure("nDCG@5")], {"same pairs": dropped}, 5, 50, 0)
+    taus, _, _, sections = label_study_rows(folder, [parse_measure("nDCG@5")], {"same pairs": dropped}, 5, 50, 0)
     assert taus["n_queries"].tolist() == [len(TEST_QUERIES) - 1]
     assert f"{len(TEST_QUERIES) - 1} of the {len(TEST_QUERIES)} queries" in sections[0]
     # "same pairs": the LLM labels of the human-judged pairs only, recomputed here; the order is by mean nDCG@5

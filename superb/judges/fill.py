@@ -32,9 +32,10 @@ it was):
                           whether a conclusion changes between the views (superb.eval.report.views_sentence)
   views.md                that sentence and every changed verdict; README.md gets it between
                           <!-- views: superb judge --fill --> and <!-- end views --> (the section is replaced)
-  label_study.md / .csv / label_study_verdicts.csv   Kendall's tau (query-bootstrap intervals), the agreement on
-                          significantly different pairs of systems (superb.judges.pair_agreement) and flipped verdicts
-                          under human vs LLM-only and human vs filled labels (superb.judges.fill_study)
+  label_study.md / .csv   Kendall's tau (query-bootstrap intervals) and the agreement on significantly different
+                          pairs of systems (superb.judges.pair_agreement) under human vs LLM-only, same-pairs and
+                          filled labels (superb.judges.fill_study); label_study_verdicts.csv: every verdict against
+                          a baseline under both; label_study_pairs.csv: every pair of systems under both
   responses.jsonl.gz      the folder's shipped responses plus the judge's (merged by key), so the folder re-derives
                           with zero calls after `superb responses replay`
   provenance.json         gains "fill" (fingerprint, LLM usage, mode, seconds); "responses" and "files" updated

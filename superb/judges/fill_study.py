@@ -46,18 +46,19 @@ def study_measures(measures, depth: int) -> list:
 
 
 def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame], depth: int, bootstrap: int,
-                     seed: int) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """(tau rows, every verdict row, markdown sections) of human vs each view in ``views`` (name -> qrels)."""
+                     seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """(tau rows, every verdict row, every pair of systems with both verdicts, markdown sections) of human vs each
+    view in ``views`` (name -> qrels)."""
     from superb.judges.bootstrap import QueryBootstrap
     from superb.judges.study import label_study
     from superb.judges.study_run import _all_verdicts
 
     measures = study_measures(ev_measures, depth)
     if not measures:
-        return pd.DataFrame(), pd.DataFrame(), [f"No measure of the spec has a cut-off <= {depth}: no label study."]
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), [f"No measure of the spec has a cut-off <= {depth}: no label study."]
     ev = folder.spec.evaluation
     queries = sorted(set(folder.topics["qid"]) & set(folder.qrels["qid"].astype(str)))
-    taus, verdicts, sections = [], [], []
+    taus, verdicts, pairs, sections = [], [], [], []
     for name, qrels in views.items():
         # a query none of whose labelled pairs the view keeps (same pairs: no human-judged product in any top
         # `depth`) is left out of that view's comparison, on both sides, and the row's n_queries says so
@@ -69,6 +70,7 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
         every = _all_verdicts(study)
         taus.append(study.tau.assign(labels=name, n_queries=len(kept)))
         verdicts.append(every.assign(labels=name))
+        pairs.append(study.pairs.assign(labels=name))
         flips = every[every["flipped"]]
         lines = [f"## human vs {name}", "", "| measure | Kendall's tau [95% CI] | discordant pairs | significant pairs "
                  f"(human): {name} orders alike / confirms / reverses | significant pairs ({name}): not under human "
@@ -84,7 +86,8 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
         lines += [f"- {r.system} vs {r.baseline}, {r.measure}: {r.verdict_human} (human) -> {r.verdict_judge} "
                   f"({name})" for r in flips.itertuples(index=False)]
         sections.append("\n".join(lines) + "\n")
-    return pd.concat(taus, ignore_index=True), pd.concat(verdicts, ignore_index=True), sections
+    return (pd.concat(taus, ignore_index=True), pd.concat(verdicts, ignore_index=True),
+            pd.concat(pairs, ignore_index=True), sections)
 
 
 def write_fill(folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: dict, *, log: Any,
@@ -135,7 +138,7 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
     if options.scope == "all":
         judged = scored.loc[scored["judged"], ["qid", "docno"]]
         llm_views = {"llm": llm, "same pairs": llm.merge(judged, on=["qid", "docno"]), "filled": filled}
-    taus, verdicts, sections = label_study_rows(folder, ev.measures, llm_views, options.depth, options.bootstrap,
+    taus, verdicts, pairs, sections = label_study_rows(folder, ev.measures, llm_views, options.depth, options.bootstrap,
                                                 folder.spec.seed)
     intro = (f"# {folder.spec.name}: system orderings under human and LLM labels\n\n{len(folder.runs)} systems, "
              f"{taus['n_queries'].iloc[0] if len(taus) else 0} queries; LLM labels of {fingerprint['judge']} on every "
@@ -149,6 +152,7 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
     _write_text(out / "label_study.md", intro + "\n".join(sections))
     taus.to_csv(out / "label_study.csv", index=False)
     verdicts.to_csv(out / "label_study_verdicts.csv", index=False)
+    pairs.to_csv(out / "label_study_pairs.csv", index=False)
 
     shipped = _merge_responses(out, log, (folder.provenance.get("responses") or {}).get("run")
                                or folder.provenance.get("responses"))
