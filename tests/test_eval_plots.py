@@ -50,3 +50,15 @@ def test_cost_of_a_system_includes_its_inputs():
     assert cost["calls_per_query"].to_dict() == {"BM25": 0, "P": 20, "fuse(BM25, P)": 20, "P >> L": 21,
                                                  "fuse(BM25, P, L)": 21}
     assert cost.loc["fuse(BM25, P, L)", "prompt_tokens_per_query"] == 3500.0
+
+
+def test_cost_plot_numbers_of_points_that_sit_together_take_different_corners():
+    from superb.eval.plots import _label_offsets
+
+    x = np.array([0.0, 0.0, 0.0, 40.0, 0.0])
+    y = np.array([0.43, 0.432, 0.60, 0.54, 0.431])
+    offsets = _label_offsets(x, y)
+    # the 1st, 2nd and 5th points are within 3% of each other on both axes: three different corners
+    assert len({offsets[0], offsets[1], offsets[4]}) == 3
+    # the others have no near neighbour: the default corner
+    assert offsets[2] == offsets[3] == offsets[0] == (4, 3)

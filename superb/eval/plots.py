@@ -37,30 +37,53 @@ def _save(fig, path) -> Path:
 
 
 def cost_plot(points: pd.DataFrame, path, *, measure_label: str = "nDCG@10") -> Path:
-    """Two panels: ``ndcg10`` against LLM calls per query and against prompt tokens per query, one labelled point
-    per system (first stages sit at zero cost; superb.results passes each system's cost with its inputs, so a
-    fusion sits at the cost of the stages it fuses). Writes a PNG to ``path`` and returns it."""
+    """Two panels: ``ndcg10`` against LLM calls per query and against prompt tokens per query, one numbered point
+    per system and a key of the numbers beside the panels (names written next to points overlap once a table has
+    more than a handful of systems; first stages sit at zero cost, and superb.results passes each system's cost with
+    its inputs, so a fusion sits at the cost of the stages it fuses). Writes a PNG to ``path`` and returns it."""
     _require(points, COST_COLUMNS, "points")
     if points.empty:
         raise ValueError("points is empty: nothing to plot")
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     plt = _pyplot()
+    names = points["system"].astype(str).tolist()
+    y = pd.to_numeric(points["ndcg10"], errors="coerce").to_numpy(dtype=float)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     try:
         for ax, column, label in ((axes[0], "calls_per_query", "LLM requests per query (system + inputs)"),
                                   (axes[1], "prompt_tokens_per_query", "prompt tokens per query (system + inputs)")):
             x = pd.to_numeric(points[column], errors="coerce").to_numpy(dtype=float)
-            y = pd.to_numeric(points["ndcg10"], errors="coerce").to_numpy(dtype=float)
-            ax.scatter(x, y, s=36, zorder=3)
-            for xi, yi, name in zip(x, y, points["system"].astype(str)):
-                ax.annotate(name, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            ax.scatter(x, y, s=30, zorder=3)
+            for i, offset in enumerate(_label_offsets(x, y)):
+                ax.annotate(str(i + 1), (x[i], y[i]), textcoords="offset points", xytext=offset, fontsize=8)
             ax.set_xlabel(label)
-            ax.margins(x=0.25, y=0.12)  # room for the labels
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.margins(x=0.08, y=0.08)
             ax.grid(True, alpha=0.3)
         axes[0].set_ylabel(measure_label)
+        key = "\n".join(f"{i + 1:>2}  {name}  ({v:.4f})" for i, (name, v) in enumerate(zip(names, y)))
+        fig.text(0.92, 0.5, key, fontsize=8, family="monospace", va="center", ha="left")
         fig.suptitle(f"{measure_label} against LLM cost")
         return _save(fig, path)
     finally:
         plt.close(fig)
+
+
+def _label_offsets(x: np.ndarray, y: np.ndarray) -> list[tuple[int, int]]:
+    """Text offsets (points) for the numbers of the points ``x, y``: right and above, unless an earlier point sits
+    within 3% of both axes' ranges, then the next free corner (right-below, left-above, left-below)."""
+    corners = [(4, 3), (4, -10), (-12, 3), (-12, -10)]
+    finite = np.isfinite(x) & np.isfinite(y)
+    span_x = np.ptp(x[finite]) if finite.any() and np.ptp(x[finite]) > 0 else 1.0
+    span_y = np.ptp(y[finite]) if finite.any() and np.ptp(y[finite]) > 0 else 1.0
+    offsets: list[tuple[int, int]] = []
+    for i in range(len(x)):
+        near = [offsets[j] for j in range(i) if abs(x[j] - x[i]) <= 0.03 * span_x and abs(y[j] - y[i]) <= 0.03 * span_y]
+        free = [c for c in corners if c not in near]
+        offsets.append(free[0] if free else corners[len(near) % len(corners)])
+    return offsets
 
 
 def gain_plot(perquery: pd.DataFrame, system: str, baseline: str, measure, path) -> Path:
