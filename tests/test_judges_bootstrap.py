@@ -96,3 +96,19 @@ def test_tau_intervals_contain_tau_and_shrink_with_more_queries():
     table = ranking_agreement(a, b, ("human", "llm"), bootstrap=QueryBootstrap(200))
     assert list(table.columns[:5]) == ["measure", "n_systems", "tau", "tau_low", "tau_high"]
     assert table.loc[0, "tau"] == pytest.approx(few["tau"])
+
+
+def test_tau_treats_means_equal_up_to_summation_order_as_ties():
+    # S1 and S2 have the same mean P@5 (0.3); summed in different orders the float means differ in the last bit
+    v1 = np.array([0.2, 0.4, 0.6, 0.0, 0.2, 0.4])
+    v2 = np.array([0.4, 0.2, 0.0, 0.6, 0.4, 0.2])
+    x = np.array([[0.3, np.nextafter(0.3, 1.0), 0.1]])  # one float step apart: summation noise, not a difference
+    y = np.array([[0.3, 0.3, 0.1]])
+    assert x[0, 0] != x[0, 1]
+    assert kendall_tau_b(x, y)[0] == pytest.approx(1.0)  # the tie is a tie on both sides
+    rows = [(s, f"q{i}", "P@5", float(v)) for s, vals in (("S1", v1), ("S2", v2), ("S3", np.full(6, 0.1)))
+            for i, v in enumerate(vals)]
+    a = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
+    b = a.iloc[::-1].reset_index(drop=True)  # the same values summed in the other order
+    row = ranking_agreement(a, b).iloc[0]
+    assert row["tau"] == pytest.approx(1.0) and row["discordant_pairs"] == 0

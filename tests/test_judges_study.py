@@ -61,3 +61,11 @@ def test_verdict_flips_keeps_only_changed_tested_rows():
     assert len(verdict_flips(a, b, only_flips=False)) == 2
     with pytest.raises(ValueError, match="differ in"):
         verdict_flips(a, b.iloc[:2])
+
+
+def test_label_study_rows_follow_the_callers_measure_order():
+    runs = {"S1": run_ranking("d1"), "S2": run_ranking("d2"), "S3": run_ranking("d3")}
+    human, judge = qrels_relevant("d1", "q12"), qrels_relevant("d2", "q12")
+    for measures in (["P@1", "nDCG@3", "P@2"], ["nDCG@3", "P@2", "P@1"]):
+        study = label_study(runs, human, judge, measures, {"S1": "S3", "S2": "S3", "S3": None})
+        assert study.tau["measure"].tolist() == measures
