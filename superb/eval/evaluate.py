@@ -108,8 +108,10 @@ def per_query(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view: View
     frame["measure"] = frame["measure"].map(names)
     frame = frame.dropna(subset=["value"])  # topics without labels: not evaluated
     frame.insert(1, "view", view.name)
-    order = {name: i for i, name in enumerate(runs)}  # systems in the caller's order (pt.Experiment sorts by name)
-    frame = frame.sort_values(["system", "qid"], key=lambda c: c.map(order) if c.name == "system" else c,
+    # systems and measures in the caller's order: pt.Experiment sorts systems by name, and its per-query rows do not
+    # keep the measures' order from run to run
+    order = {"system": {name: i for i, name in enumerate(runs)}, "measure": {repr(m): i for i, m in enumerate(measures)}}
+    frame = frame.sort_values(["system", "qid", "measure"], key=lambda c: c.map(order[c.name]) if c.name in order else c,
                               kind="mergesort")
     return frame[["system", "view", "qid", "measure", "value"]].reset_index(drop=True)
 

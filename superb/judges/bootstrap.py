@@ -142,23 +142,19 @@ def fleiss_intervals(qids: Sequence, ratings, labels: Sequence[int] = LABELS,
             "agreement": float(agree[0]), "agreement_low": a_low, "agreement_high": a_high}
 
 
+TIE_DIGITS = 12  # means of measures in [0, 1]: a real difference over <= 10^6 queries shows long before this digit
+
+
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kendall's tau-b between the rows of x and y (n, systems): (C - D) / sqrt((n0 - ties_x) (n0 - ties_y));
-    NaN where one ordering is all ties. Equals scipy.stats.kendalltau (tau-b) row by row. Differences within
-    ``TIE_TOLERANCE`` are ties: two systems with the same mean P@5 must tie whatever order their values were summed in."""
-    x, y = np.atleast_2d(x), np.atleast_2d(y)
+    NaN where one ordering is all ties. Equals scipy.stats.kendalltau (tau-b) row by row. Values are rounded to
+    ``TIE_DIGITS`` first: two systems with the same mean P@5 must tie whatever order their values were summed in."""
+    x, y = np.round(np.atleast_2d(x), TIE_DIGITS), np.round(np.atleast_2d(y), TIE_DIGITS)
     i, j = np.triu_indices(x.shape[1], k=1)
-    sx, sy = _sign(x[:, i] - x[:, j]), _sign(y[:, i] - y[:, j])
+    sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
     denom = np.sqrt(np.count_nonzero(sx, axis=1) * np.count_nonzero(sy, axis=1).astype(float))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(denom > 0, (sx * sy).sum(axis=1) / denom, np.nan)
-
-
-TIE_TOLERANCE = 1e-12  # means of measures in [0, 1]: a real difference over <= 10^6 queries is far above this
-
-
-def _sign(d: np.ndarray) -> np.ndarray:
-    return np.where(np.abs(d) <= TIE_TOLERANCE, 0.0, np.sign(d))
 
 
 def tau_intervals(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame,

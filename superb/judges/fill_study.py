@@ -50,12 +50,14 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
     """(tau rows, every verdict row, every pair of systems with both verdicts, markdown sections) of human vs each
     view in ``views`` (name -> qrels)."""
     from superb.judges.bootstrap import QueryBootstrap
+    from superb.judges.pair_agreement import markdown_cells, markdown_header
     from superb.judges.study import label_study
     from superb.judges.study_run import _all_verdicts
 
     measures = study_measures(ev_measures, depth)
     if not measures:
-        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), [f"No measure of the spec has a cut-off <= {depth}: no label study."]
+        empty = pd.DataFrame()
+        return empty, empty, empty, [f"No measure of the spec has a cut-off <= {depth}: no label study."]
     ev = folder.spec.evaluation
     queries = sorted(set(folder.topics["qid"]) & set(folder.qrels["qid"].astype(str)))
     taus, verdicts, pairs, sections = [], [], [], []
@@ -72,13 +74,11 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
         verdicts.append(every.assign(labels=name))
         pairs.append(study.pairs.assign(labels=name))
         flips = every[every["flipped"]]
-        lines = [f"## human vs {name}", "", "| measure | Kendall's tau [95% CI] | discordant pairs | significant pairs "
-                 f"(human): {name} orders alike / confirms / reverses | significant pairs ({name}): not under human "
-                 f"| order (human) | order ({name}) |", "|---|---:|---:|---:|---:|---|---|"]
+        lines = [f"## human vs {name}", "", f"| measure | Kendall's tau [95% CI] | discordant pairs | "
+                 f"{markdown_header(name)} | order (human) | order ({name}) |", "|---|---:|---:|---:|---:|---|---|"]
         for r in study.tau.itertuples(index=False):
             tau = "n/a (ties)" if pd.isna(r.tau) else f"{r.tau:.3f} [{r.tau_low:.2f}, {r.tau_high:.2f}]"
-            lines.append(f"| {r.measure} | {tau} | {r.discordant_pairs} | {r.significant_human}: {r.same_order} / "
-                         f"{r.confirmed} / {r.reversed} | {r.significant_judge}: {r.only_judge} | {r.order_human} | "
+            lines.append(f"| {r.measure} | {tau} | {r.discordant_pairs} | {markdown_cells(r)} | {r.order_human} | "
                          f"{r.order_judge} |")
         if len(kept) < len(queries):
             lines += ["", f"{len(kept)} of the {len(queries)} queries: the others have no pair in this view."]
@@ -138,11 +138,13 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
     if options.scope == "all":
         judged = scored.loc[scored["judged"], ["qid", "docno"]]
         llm_views = {"llm": llm, "same pairs": llm.merge(judged, on=["qid", "docno"]), "filled": filled}
-    taus, verdicts, pairs, sections = label_study_rows(folder, ev.measures, llm_views, options.depth, options.bootstrap,
-                                                folder.spec.seed)
+    taus, verdicts, pairs, sections = label_study_rows(folder, ev.measures, llm_views, options.depth,
+                                                       options.bootstrap, folder.spec.seed)
+    scope = ("all of them: the llm rows; same pairs: only those with a human label, so that both label sets cover "
+             "the same pairs" if options.scope == "all" else "the unjudged ones only")
     intro = (f"# {folder.spec.name}: system orderings under human and LLM labels\n\n{len(folder.runs)} systems, "
              f"{taus['n_queries'].iloc[0] if len(taus) else 0} queries; LLM labels of {fingerprint['judge']} on every "
-             f"product in a system's top {options.depth} ({'all of them: the llm rows; same pairs: only those with a human label, so that both label sets cover the same pairs' if options.scope == 'all' else 'the unjudged ones only'}). "
+             f"product in a system's top {options.depth} ({scope}). "
              f"Measures with a cut-off <= {options.depth}; 95% intervals resample queries "
              f"({options.bootstrap} resamples). A flip is a changed conclusion (better / worse / no significant "
              "difference). Significant pairs: every pair of systems tested under each label set (the spec's test, "

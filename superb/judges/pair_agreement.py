@@ -36,12 +36,12 @@ def pair_verdicts(perquery: pd.DataFrame, *, test: str = "t", correction: str = 
             missing = wide.columns[wide.isna().any()].tolist()
             raise ValueError(f"{measure}: systems {missing} lack per-query values for some queries; a paired test "
                              "needs every system on every query")
-        systems = list(pd.unique(frame["system"]))
-        pairs = list(combinations(systems, 2))
+        means = wide.mean()
+        pairs = list(combinations(pd.unique(frame["system"]), 2))
         p = np.array([paired_pvalue(wide[s].to_numpy(), wide[o].to_numpy(), test, seed=seed) for s, o in pairs])
         corrected, reject = correct(p, correction, alpha)
         for (s, o), raw, adj, rej in zip(pairs, p, corrected, reject):
-            delta = float(wide[s].mean() - wide[o].mean())
+            delta = float(means[s] - means[o])
             verdict = ("better" if delta > 0 else "worse") if rej else "n.s."
             rows.append({"system": s, "other": o, "measure": measure, "delta": delta, "p": raw, "p_corrected": adj,
                          "verdict": verdict})
@@ -72,3 +72,15 @@ def pair_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Se
                      "reversed": int((sig_a & sig_b & ~same_sign).sum()),
                      f"significant_{b_name}": int(sig_b.sum()), f"only_{b_name}": int((sig_b & ~sig_a).sum())})
     return pd.DataFrame(rows), both.reset_index(drop=True)
+
+
+def markdown_header(name: str) -> str:
+    """The two table columns (header cells) in which label_study.md shows a row of the summary."""
+    return (f"significant pairs (human): {name} orders alike / confirms / reverses | significant pairs ({name}): "
+            "not under human")
+
+
+def markdown_cells(row) -> str:
+    """A summary row (names "human" and "judge") as the two cells under :func:`markdown_header`."""
+    return (f"{row.significant_human}: {row.same_order} / {row.confirmed} / {row.reversed} | "
+            f"{row.significant_judge}: {row.only_judge}")

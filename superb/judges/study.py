@@ -44,13 +44,12 @@ def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names:
     (the two evaluations must then cover the same queries)."""
     from scipy.stats import kendalltau
 
-    from superb.judges.bootstrap import TIE_TOLERANCE
+    from superb.judges.bootstrap import TIE_DIGITS
 
     a_name, b_name = names
-    # means equal up to the order their values were summed in are ties (superb.judges.bootstrap.kendall_tau_b)
-    digits = int(-np.log10(TIE_TOLERANCE))
-    mean_a = perquery_a.groupby(["measure", "system"], sort=False)["value"].mean().round(digits)
-    mean_b = perquery_b.groupby(["measure", "system"], sort=False)["value"].mean().round(digits)
+    # means equal up to the order their values were summed in are ties (as in superb.judges.bootstrap.kendall_tau_b)
+    mean_a = perquery_a.groupby(["measure", "system"], sort=False)["value"].mean().round(TIE_DIGITS)
+    mean_b = perquery_b.groupby(["measure", "system"], sort=False)["value"].mean().round(TIE_DIGITS)
     rows = []
     for measure in pd.unique(perquery_a["measure"]):
         sa = mean_a.loc[measure]
@@ -125,10 +124,7 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
     table = significance(runs, topics, views, measures, families(baselines), test=PairedTest(test, seed=seed),
                          correction=correction, alpha=alpha, perquery=pd.concat(pq.values(), ignore_index=True))
     tables = {n: table[table["view"] == n].drop(columns="view").reset_index(drop=True) for n in names}
-    # rows in the caller's measure order (pt.Experiment's per-query output does not keep it from run to run)
-    rank = {repr(m): i for i, m in enumerate(measures)}
-    pq_a, pq_b = (pq[n].drop(columns="view").sort_values("measure", key=lambda c: c.map(rank), kind="mergesort")
-                  for n in names)
+    pq_a, pq_b = (pq[n].drop(columns="view") for n in names)
     perquery = pd.concat([pq_a.assign(labels=names[0]), pq_b.assign(labels=names[1])], ignore_index=True)
     summary, pairs = pair_agreement(pq_a, pq_b, names, test=test, correction=correction, alpha=alpha, seed=seed)
     tau = ranking_agreement(pq_a, pq_b, names, bootstrap=bootstrap).merge(summary, on="measure", how="left")

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError, SpecError
+from superb.judges.pair_agreement import markdown_cells, markdown_header
 from superb.judges.records import Judgment
 from superb.judges.spec import LabelStudySpec
 
@@ -189,14 +190,12 @@ def _section(name: str, study, every: pd.DataFrame, n_pairs: int) -> str:
              "| measure | system | human | judge |", "|---|---|---:|---:|"]
     for (measure, system), r in means.iterrows():
         lines.append(f"| {measure} | {system} | {r['human']:.3f} | {r['judge']:.3f} |")
-    lines += ["", "| measure | Kendall's tau | p | discordant pairs | significant pairs (human): judge orders alike / "
-                  "confirms / reverses | significant pairs (judge): not under human | order (human) | order (judge) |",
-              "|---|---:|---:|---:|---:|---:|---|---|"]
+    lines += ["", f"| measure | Kendall's tau | p | discordant pairs | {markdown_header('judge')} | order (human) | "
+                  "order (judge) |", "|---|---:|---:|---:|---:|---:|---|---|"]
     for r in study.tau.itertuples(index=False):
         tau = "n/a (ties)" if np.isnan(r.tau) else f"{r.tau:.3f}"
         p = "" if np.isnan(r.p) else f"{r.p:.3f}"
-        lines.append(f"| {r.measure} | {tau} | {p} | {r.discordant_pairs} | {r.significant_human}: {r.same_order} / "
-                     f"{r.confirmed} / {r.reversed} | {r.significant_judge}: {r.only_judge} | {r.order_human} | "
+        lines.append(f"| {r.measure} | {tau} | {p} | {r.discordant_pairs} | {markdown_cells(r)} | {r.order_human} | "
                      f"{r.order_judge} |")
     flips = every[every["flipped"]]
     lines += ["", f"Verdicts against the baseline: {len(every)} tested, {len(flips)} flipped (better / worse / no "
