@@ -81,6 +81,8 @@ def test_unscored_pairs_are_left_out_and_counted_and_the_ceiling_is_on_the_same_
     assert row["n"] == 270 and row["unscored"] == 30 and row["queries"] == 18
     cov = result.coverage.set_index(["judge", "split"])
     assert cov.loc[("yes", "test"), "missing"] == 30 and cov.loc[("yes", "dev"), "scored"] == 179
+    assert cov.loc[("yes", "dev"), "missing"] == 1 and cov.loc[("yes", "test"), "ok"] == 270
+    assert all(str(cov[c].dtype).startswith("int") for c in ("pairs", "scored", "ok", "missing"))  # counts, not floats
     same = result.table[result.table["scope"].eq("the pairs yes scored") & result.table["split"].eq("test")]
     kept = ratings[ratings.qid.str.startswith("t") & ~ratings.qid.isin(["t0", "t1"])]
     r1 = same.query("judge == 'human rater_1' and against == 'final'").iloc[0]

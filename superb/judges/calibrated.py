@@ -202,7 +202,14 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         rows += ceiling_rows(part, split, f"all rated {split} pairs", bootstrap, labels)
     table = pd.DataFrame(rows)
     return CalibratedStudy(table=table, labels=out_labels, per_label=per_labels, confusion=confusions,
-                           calibrations=calibrations, coverage=pd.DataFrame(coverage).fillna(0), notes=notes)
+                           calibrations=calibrations, coverage=_counts(coverage), notes=notes)
+
+
+def _counts(coverage: list[dict]) -> pd.DataFrame:
+    """The coverage rows as a table of whole counts (a status a judge never had is 0, not a missing float)."""
+    table = pd.DataFrame(coverage)
+    counts = [c for c in table.columns if c not in ("judge", "split")]
+    return table.fillna({c: 0 for c in counts}).astype({c: int for c in counts})
 
 
 # --- output --------------------------------------------------------------------------------------------------------
