@@ -85,6 +85,19 @@ class Spec:
     def uses_llm(self) -> bool:
         return any(p.uses_llm for p in self.pipelines)
 
+    def llm_ranked(self) -> list[str]:
+        """The pipelines whose ranking an LLM shaped: an LLM reranker of their own or of any pipeline their input
+        chain goes through (a fusion of an LLM row is LLM-ranked too), in spec order."""
+        by_name = {p.name: p for p in self.pipelines}
+        ranked: list[str] = []
+        for p in self.pipelines:
+            q: PipelineSpec | None = p
+            while q is not None and not q.uses_llm:
+                q = by_name.get(q.input) if q.input else None
+            if q is not None:
+                ranked.append(p.name)
+        return ranked
+
 
 def read_toml(path: str | Path, what: str = "spec file", hint: str = "experiments/*.toml are examples") -> dict:
     """A spec file's TOML as a dict; a missing file or bad TOML is a SpecError naming the file."""

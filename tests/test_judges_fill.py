@@ -150,10 +150,22 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     assert "significant pairs (human)" in (out / "label_study.md").read_text()
     pairs = pd.read_csv(out / "label_study_pairs.csv")
     assert len(pairs) == 3 * 2 * 3 and {"verdict_human", "verdict_judge", "delta_human", "delta_judge"} <= set(pairs)
+    from superb.judges.fill import read_folder
+
+    # self-preference: which systems the judge's own model ranked (the spec's LLM rows), and the one-sided pairs
+    ranked = set(read_folder(out).spec.llm_ranked())
+    assert ranked and (pairs["system_judge_ranked"] == pairs["system"].isin(ranked)).all()
+    one_sided = pairs[pairs["system_judge_ranked"] != pairs["other_judge_ranked"]]
+    only = one_sided[(one_sided["verdict_human"] == "n.s.") & (one_sided["verdict_judge"] != "n.s.")]
+    for (labels, measure), g in only.groupby(["labels", "measure"]):
+        row = study[(study["labels"] == labels) & (study["measure"] == measure)].iloc[0]
+        own = (g["delta_judge"] > 0) == g["system_judge_ranked"]
+        assert row["only_judge_mixed"] == len(g) and row["only_judge_self"] == int(own.sum())
+    assert (study["only_judge_self"] <= study["only_judge_mixed"]).all()
+    assert (study["only_judge_mixed"] <= study["only_judge"]).all()
     # a view without a pair for some query (same pairs, when no human-judged product reaches any top 5) compares the
     # other queries only, and says so
     from superb.eval.measures import parse_measure
-    from superb.judges.fill import read_folder
     from superb.judges.fill_study import label_study_rows
 
     folder = read_folder(out)

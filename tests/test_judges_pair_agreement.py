@@ -69,3 +69,25 @@ def test_pair_agreement_refuses_different_systems_and_missing_queries():
     holes = a[~((a["system"] == "B") & (a["qid"] == "q3"))]
     with pytest.raises(ValueError, match=r"systems \['B'\] lack per-query values"):
         pair_verdicts(holes)
+
+
+def test_self_preference_counts_one_sided_pairs_and_which_side_the_judge_favours():
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0.2, 0.6, 50)
+
+    def noisy(shift):
+        return base + shift + rng.normal(0, 0.03, 50)
+
+    # human: all four level. judge: its own rows L1, L2 far above the non-LLM N1; N2 far above L2 (against itself)
+    human = frame({"N1": noisy(0.0), "L1": noisy(0.0), "L2": noisy(0.0), "N2": noisy(0.0)})
+    judge = frame({"N1": noisy(0.0), "L1": noisy(0.3), "L2": noisy(0.15), "N2": noisy(0.45)})
+    summary, pairs = pair_agreement(human, judge, ("human", "judge"), judge_ranked=["L1", "L2"])
+    row = summary.iloc[0]
+    h = pairs.set_index(["system", "other"])
+    assert row["significant_human"] == 0 and row["only_judge"] == 6  # every pair: only the judge separates it
+    # one-sided pairs: (N1,L1) (N1,L2) (L1,N2) (L2,N2); the judge favours its own side in the first two only
+    assert row["only_judge_mixed"] == 4 and row["only_judge_self"] == 2
+    assert bool(h.loc[("N1", "L1"), "other_judge_ranked"]) and not h.loc[("N1", "L1"), "system_judge_ranked"]
+    # without judge_ranked the columns are absent, not zero
+    plain, plain_pairs = pair_agreement(human, judge, ("human", "judge"))
+    assert "only_judge_mixed" not in plain.columns and "system_judge_ranked" not in plain_pairs.columns

@@ -40,6 +40,18 @@ def test_rerank_single_table_is_accepted_and_non_llm_types_need_no_llm():
     assert not spec.uses_llm
 
 
+def test_llm_ranked_follows_the_input_chain_through_non_llm_stages():
+    raw = _spec()
+    raw["pipelines"] += [
+        {"name": "fuse(BM25, pointwise)", "input": "BM25 >> pointwise", "rerank": {"type": "fuse"}},
+        {"name": "BM25 >> bi-encoder", "input": "BM25", "rerank": {"type": "biencoder"}},
+        {"name": "BM25 >> shuffle", "input": "BM25 >> bi-encoder", "rerank": {"type": "shuffle"}},
+        {"name": "BM25 >> bi-encoder >> setwise", "input": "BM25 >> bi-encoder", "rerank": {"type": "setwise"}},
+    ]
+    spec = parse_spec(raw)
+    assert spec.llm_ranked() == ["BM25 >> pointwise", "fuse(BM25, pointwise)", "BM25 >> bi-encoder >> setwise"]
+
+
 def test_baseline_false_disables_comparison():
     raw = _spec()
     raw["pipelines"][1]["baseline"] = False

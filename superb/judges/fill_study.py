@@ -59,6 +59,7 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
         empty = pd.DataFrame()
         return empty, empty, empty, [f"No measure of the spec has a cut-off <= {depth}: no label study."]
     ev = folder.spec.evaluation
+    judge_ranked = folder.spec.llm_ranked()  # the fill's judge runs on the folder spec's own LLM
     queries = sorted(set(folder.topics["qid"]) & set(folder.qrels["qid"].astype(str)))
     taus, verdicts, pairs, sections = [], [], [], []
     for name, qrels in views.items():
@@ -68,14 +69,15 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
         kept = [q for q in queries if q in labelled]
         study = label_study(folder.runs, folder.qrels, qrels, measures, folder.spec.baselines,
                             names=("human", "judge"), queries=kept, test=ev.test, correction=ev.correction,
-                            alpha=ev.alpha, seed=folder.spec.seed, bootstrap=QueryBootstrap(bootstrap, seed=seed))
+                            alpha=ev.alpha, seed=folder.spec.seed, bootstrap=QueryBootstrap(bootstrap, seed=seed),
+                            judge_ranked=judge_ranked)
         every = _all_verdicts(study)
         taus.append(study.tau.assign(labels=name, n_queries=len(kept)))
         verdicts.append(every.assign(labels=name))
         pairs.append(study.pairs.assign(labels=name))
         flips = every[every["flipped"]]
         lines = [f"## human vs {name}", "", f"| measure | Kendall's tau [95% CI] | discordant pairs | "
-                 f"{markdown_header(name)} | order (human) | order ({name}) |", "|---|---:|---:|---:|---:|---|---|"]
+                 f"{markdown_header(name, self_preference=True)} | order (human) | order ({name}) |", "|---|---:|---:|---:|---:|---|---|"]
         for r in study.tau.itertuples(index=False):
             tau = "n/a (ties)" if pd.isna(r.tau) else f"{r.tau:.3f} [{r.tau_low:.2f}, {r.tau_high:.2f}]"
             lines.append(f"| {r.measure} | {tau} | {r.discordant_pairs} | {markdown_cells(r)} | {r.order_human} | "
@@ -150,7 +152,10 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
              "difference). Significant pairs: every pair of systems tested under each label set (the spec's test, "
              "one correction family per label set and measure); of the pairs the human labels separate, how many "
              "the LLM labels order the same way, confirm significantly, or significantly reverse "
-             "(superb.judges.pair_agreement).\n\n")
+             "(superb.judges.pair_agreement). Self-preference: of the pairs only the LLM labels separate, those "
+             "with one system the judge's own model ranked and one it did not (LLM-ranked here: "
+             f"{', '.join(folder.spec.llm_ranked()) or 'none'}), and how many of them the LLM labels decide for the "
+             "LLM-ranked side.\n\n")
     _write_text(out / "label_study.md", intro + "\n".join(sections))
     taus.to_csv(out / "label_study.csv", index=False)
     verdicts.to_csv(out / "label_study_verdicts.csv", index=False)

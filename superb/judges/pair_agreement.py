@@ -11,11 +11,17 @@ label set and measure: all pairs), and the conclusions are compared:
 - ``confirmed``: of those, pairs ``b`` also finds significant, in the same direction;
 - ``reversed``: of those, pairs ``b`` finds significant in the OTHER direction (the worst outcome);
 - ``significant_<b>`` and ``only_<b>``: pairs significant under ``b``, and those of them ``a`` does not find.
+
+SELF-PREFERENCE (when ``b`` comes from an LLM judge and ``judge_ranked`` names the systems the same model ranked):
+of the ``only_<b>`` pairs, ``only_<b>_mixed`` are those with one side ranked by the judge's model and the other not
+(the pairs where a preference for its own rankings can show), and ``only_<b>_self`` those of them in which ``b``
+favours the side its model ranked. Each pair row says which of its two systems the model ranked
+(``system_judge_ranked``, ``other_judge_ranked``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from itertools import combinations
 
 import numpy as np
@@ -49,10 +55,10 @@ def pair_verdicts(perquery: pd.DataFrame, *, test: str = "t", correction: str = 
 
 
 def pair_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Sequence[str] = ("a", "b"), *,
-                   test: str = "t", correction: str = "holm", alpha: float = 0.05,
-                   seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   test: str = "t", correction: str = "holm", alpha: float = 0.05, seed: int = 0,
+                   judge_ranked: Collection[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary per measure, every pair with both verdicts) of the same systems evaluated under two label sets; see
-    the module doc for the summary's columns."""
+    the module doc for the summary's columns (the self-preference ones only with ``judge_ranked``)."""
     a_name, b_name = names
     va = pair_verdicts(perquery_a, test=test, correction=correction, alpha=alpha, seed=seed)
     vb = pair_verdicts(perquery_b, test=test, correction=correction, alpha=alpha, seed=seed)
@@ -61,6 +67,10 @@ def pair_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Se
     if (both["_merge"] != "both").any():
         raise ValueError("the two evaluations differ in systems or measures: compare the same runs under both")
     both = both.drop(columns="_merge")
+    if judge_ranked is not None:
+        ranked = set(judge_ranked)
+        both["system_judge_ranked"] = both["system"].isin(ranked)
+        both["other_judge_ranked"] = both["other"].isin(ranked)
     rows = []
     for measure, g in both.groupby("measure", sort=False):
         sig_a = g[f"verdict_{a_name}"] != "n.s."
@@ -71,16 +81,26 @@ def pair_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Se
                      "confirmed": int((sig_a & sig_b & same_sign).sum()),
                      "reversed": int((sig_a & sig_b & ~same_sign).sum()),
                      f"significant_{b_name}": int(sig_b.sum()), f"only_{b_name}": int((sig_b & ~sig_a).sum())})
+        if judge_ranked is not None:
+            only = g[sig_b & ~sig_a]
+            mixed = only[only["system_judge_ranked"] != only["other_judge_ranked"]]
+            favours_system = mixed[f"delta_{b_name}"] > 0
+            rows[-1].update({f"only_{b_name}_mixed": len(mixed),
+                             f"only_{b_name}_self": int((favours_system == mixed["system_judge_ranked"]).sum())})
     return pd.DataFrame(rows), both.reset_index(drop=True)
 
 
-def markdown_header(name: str) -> str:
-    """The two table columns (header cells) in which label_study.md shows a row of the summary."""
+def markdown_header(name: str, self_preference: bool = False) -> str:
+    """The two table columns (header cells) in which label_study.md shows a row of the summary; with
+    ``self_preference``, the second also counts the one-sided pairs (see the module doc)."""
+    extra = " (of them, LLM-ranked vs not: for the LLM-ranked side)" if self_preference else ""
     return (f"significant pairs (human): {name} orders alike / confirms / reverses | significant pairs ({name}): "
-            "not under human")
+            f"not under human{extra}")
 
 
 def markdown_cells(row) -> str:
     """A summary row (names "human" and "judge") as the two cells under :func:`markdown_header`."""
+    mixed = getattr(row, "only_judge_mixed", None)
+    extra = "" if mixed is None or pd.isna(mixed) else f" ({int(mixed)}: {int(row.only_judge_self)})"
     return (f"{row.significant_human}: {row.same_order} / {row.confirmed} / {row.reversed} | "
-            f"{row.significant_judge}: {row.only_judge}")
+            f"{row.significant_judge}: {row.only_judge}{extra}")
