@@ -187,6 +187,9 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     with gzip.open(out / "responses.jsonl.gz", "rt") as f:
         shipped = sum(1 for _ in f)
     assert shipped == prov["responses"]["rows"] == reranker_requests + fill_requests
+    # the second fill: the run's own answers stay counted as the run's, the first fill's as already there
+    assert prov["responses"]["run_rows"] == reranker_requests and prov["responses"]["fill_rows_added"] == 0
+    assert prov["responses"]["rows_before_fill"] == reranker_requests + fill_requests
 
 
 def verdict_table(rows):

@@ -224,6 +224,8 @@ def _merge_responses(out: Path, log: Any, run_summary: dict | None) -> dict | No
             rows[row.key] = line
             added += 1
     written = write_lines(path, (rows[k] for k in sorted(rows)))
-    return {"file": path.name, "rows": written, "run_rows": before, "fill_keys": len(log.keys), "fill_rows_added": added,
-            "fill_conflicts": conflicts, "missing_from_cache": len(log.keys) - found, "sha256": _sha256(path),
-            "run": run_summary}
+    # run_rows: the run's own answers (its provenance summary), not what an earlier fill of the folder already added
+    run_rows = (run_summary or {}).get("rows", before)
+    return {"file": path.name, "rows": written, "run_rows": run_rows, "rows_before_fill": before,
+            "fill_keys": len(log.keys), "fill_rows_added": added, "fill_conflicts": conflicts,
+            "missing_from_cache": len(log.keys) - found, "sha256": _sha256(path), "run": run_summary}
