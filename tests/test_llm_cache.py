@@ -156,3 +156,45 @@ def test_two_processes_writing_lose_nothing(tmp_path):
         assert len(cache) == 400
         assert cache.get("m", ChatRequest.chat(None, "p1-199")).text == "1-199"
         assert cache.get("m", ChatRequest.chat(None, "p0-0")).text == "0-0"
+
+
+OPENER = """
+import sys
+from superb.llm import ChatRequest, Completion, ResponseCache
+with ResponseCache(sys.argv[1]) as cache:
+    cache.put("m", ChatRequest.chat(None, "p" + sys.argv[2]), Completion(text=sys.argv[2]))
+"""
+
+
+def test_processes_opening_a_fresh_cache_together_all_get_in(tmp_path):
+    # switching a new file to WAL returns "database is locked" at once to the other openers; the cache retries
+    for attempt in range(3):
+        path = tmp_path / f"fresh{attempt}.sqlite"
+        procs = [subprocess.Popen([sys.executable, "-c", OPENER, str(path), str(w)], stderr=subprocess.PIPE)
+                 for w in range(4)]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err.decode()
+        with ResponseCache(path, "read-only") as cache:
+            assert len(cache) == 4 and cache.get("m", ChatRequest.chat(None, "p3")).text == "3"
+
+
+def test_a_cache_locked_by_another_program_fails_after_the_busy_timeout_naming_the_file(tmp_path):
+    import sqlite3
+    import time
+
+    path = tmp_path / "held.sqlite"
+    ResponseCache(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode = DELETE")  # leave WAL, so the next opener must switch it back
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        t = time.monotonic()
+        with pytest.raises(LLMError, match=r"cannot open the LLM response cache .*held\.sqlite.*locked"):
+            ResponseCache(path, busy_timeout_s=0.5)
+        assert 0.4 < time.monotonic() - t < 30
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with ResponseCache(path) as cache:  # released: it opens
+        assert len(cache) == 0

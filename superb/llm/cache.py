@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sqlite3
 import threading
 import time
@@ -219,6 +220,14 @@ def _probe(conn: sqlite3.Connection) -> None:
             raise
 
 
+class _Busy(Exception):
+    """SQLite said the file is locked or busy while the cache was being opened (retried by ResponseCache)."""
+
+    def __init__(self, error: sqlite3.OperationalError):
+        super().__init__(str(error))
+        self.error = error
+
+
 class ResponseCache:
     def __init__(self, path: str | Path, mode: str = "normal", *, busy_timeout_s: float = 60.0):
         if mode not in CACHE_MODES:
@@ -240,22 +249,40 @@ class ResponseCache:
     def _connect(self, busy_timeout_s: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _check_file(self.path)
+        deadline = time.monotonic() + busy_timeout_s
+        while True:
+            try:
+                self._conn = self._open(busy_timeout_s)
+                return
+            except _Busy as busy:
+                # Switching a new file to WAL (or reading one another process is recovering) returns SQLITE_BUSY
+                # at once, without waiting in the busy handler: two processes opening a fresh cache together
+                # both get here. Wait a little and open again, up to the same busy timeout.
+                if time.monotonic() >= deadline:
+                    raise LLMError(f"cannot open the LLM response cache {self.path}: {busy.error}. Check that no "
+                                   "other program holds the file locked, or set llm.cache_path") from None
+                time.sleep(random.uniform(0.02, 0.2))
+
+    def _open(self, busy_timeout_s: float) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first opener
             conn.execute("PRAGMA synchronous = NORMAL")
             if self.mode != "read-only":
                 conn.execute(_SCHEMA)
             _probe(conn)
         except sqlite3.OperationalError as e:  # locked past busy_timeout, no permission, disk I/O: not corruption
             conn.close()
+            if "locked" in str(e) or "busy" in str(e):
+                raise _Busy(e) from None
             raise LLMError(f"cannot open the LLM response cache {self.path}: {e}. Check that the folder is writable "
                            f"and no other program holds the file locked, or set llm.cache_path") from None
         except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
             conn.close()
             raise corrupt_cache_error(self.path, e) from None
-        self._conn = conn
+        return conn
 
     # --- lookups -----------------------------------------------------------------------------------------------------
     def get(self, model: str, request: ChatRequest) -> Completion | None:
