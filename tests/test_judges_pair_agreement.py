@@ -15,6 +15,13 @@ def frame(values: dict[str, np.ndarray], measure: str = "nDCG@10") -> pd.DataFra
                         columns=COLS)
 
 
+def noisy_systems(seed: int, n: int = 50):
+    """A maker of per-query values: one shared base per query, plus a system's shift and its own small noise."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.6, n)
+    return lambda shift: base + shift + rng.normal(0, 0.03, n)
+
+
 def test_pair_verdicts_are_holm_corrected_paired_t_tests_over_all_pairs():
     rng = np.random.default_rng(0)
     base = rng.uniform(0.2, 0.6, 40)
@@ -33,12 +40,7 @@ def test_pair_verdicts_are_holm_corrected_paired_t_tests_over_all_pairs():
 
 
 def test_pair_agreement_counts_confirmed_reversed_and_new_conclusions():
-    rng = np.random.default_rng(1)
-    base = rng.uniform(0.2, 0.6, 50)
-
-    def noisy(shift):
-        return base + shift + rng.normal(0, 0.03, 50)
-
+    noisy = noisy_systems(1)
     # human: A > B > C, all significant; D level with C
     human = frame({"A": noisy(0.3), "B": noisy(0.15), "C": noisy(0.0), "D": noisy(0.0)})
     # llm: A > B confirmed, B and C swapped (significantly reversed), D far above C (a pair only the llm separates)
@@ -72,12 +74,7 @@ def test_pair_agreement_refuses_different_systems_and_missing_queries():
 
 
 def test_self_preference_counts_one_sided_pairs_and_which_side_the_judge_favours():
-    rng = np.random.default_rng(2)
-    base = rng.uniform(0.2, 0.6, 50)
-
-    def noisy(shift):
-        return base + shift + rng.normal(0, 0.03, 50)
-
+    noisy = noisy_systems(2)
     # human: all four level. judge: its own rows L1, L2 far above the non-LLM N1; N2 far above L2 (against itself)
     human = frame({"N1": noisy(0.0), "L1": noisy(0.0), "L2": noisy(0.0), "N2": noisy(0.0)})
     judge = frame({"N1": noisy(0.0), "L1": noisy(0.3), "L2": noisy(0.15), "N2": noisy(0.45)})

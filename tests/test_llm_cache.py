@@ -145,13 +145,18 @@ cache.close()
 """
 
 
+def run_together(script: str, path, workers: int, timeout: float = 120) -> None:
+    """Start ``workers`` Python processes running ``script`` (argv: path, worker number) at once; each must succeed."""
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(path), str(w)], stderr=subprocess.PIPE)
+             for w in range(workers)]
+    for p in procs:
+        _, err = p.communicate(timeout=timeout)
+        assert p.returncode == 0, err.decode()
+
+
 def test_two_processes_writing_lose_nothing(tmp_path):
     path = tmp_path / "shared.sqlite"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w)], stderr=subprocess.PIPE)
-             for w in range(2)]
-    for p in procs:
-        _, err = p.communicate(timeout=60)
-        assert p.returncode == 0, err.decode()
+    run_together(WRITER, path, 2)
     with ResponseCache(path, "read-only") as cache:
         assert len(cache) == 400
         assert cache.get("m", ChatRequest.chat(None, "p1-199")).text == "1-199"
@@ -170,11 +175,7 @@ def test_processes_opening_a_fresh_cache_together_all_get_in(tmp_path):
     # switching a new file to WAL returns "database is locked" at once to the other openers; the cache retries
     for attempt in range(3):
         path = tmp_path / f"fresh{attempt}.sqlite"
-        procs = [subprocess.Popen([sys.executable, "-c", OPENER, str(path), str(w)], stderr=subprocess.PIPE)
-                 for w in range(4)]
-        for p in procs:
-            _, err = p.communicate(timeout=120)
-            assert p.returncode == 0, err.decode()
+        run_together(OPENER, path, 4)
         with ResponseCache(path, "read-only") as cache:
             assert len(cache) == 4 and cache.get("m", ChatRequest.chat(None, "p3")).text == "3"
 

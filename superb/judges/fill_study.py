@@ -77,7 +77,8 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
         pairs.append(study.pairs.assign(labels=name))
         flips = every[every["flipped"]]
         lines = [f"## human vs {name}", "", f"| measure | Kendall's tau [95% CI] | discordant pairs | "
-                 f"{markdown_header(name, self_preference=True)} | order (human) | order ({name}) |", "|---|---:|---:|---:|---:|---|---|"]
+                 f"{markdown_header(name, self_preference=True)} | order (human) | order ({name}) |",
+                 "|---|---:|---:|---:|---:|---|---|"]
         for r in study.tau.itertuples(index=False):
             tau = "n/a (ties)" if pd.isna(r.tau) else f"{r.tau:.3f} [{r.tau_low:.2f}, {r.tau_high:.2f}]"
             lines.append(f"| {r.measure} | {tau} | {r.discordant_pairs} | {markdown_cells(r)} | {r.order_human} | "
