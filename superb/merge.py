@@ -15,7 +15,6 @@ one table, with its significance over all queries. Merge reads only the folders:
 
 from __future__ import annotations
 
-import gzip
 import heapq
 import json
 import time
@@ -285,19 +284,19 @@ class MergedResponses:
 def _keyed_lines(path: Path, rank: int, label: str) -> Iterator[tuple[str, int, str, str]]:
     """(key, shard rank, shard label, line) of a shipped file, checking that it is sorted by key."""
     previous = ""
+    from superb.llm.ship import read_lines
+
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                line = line.rstrip("\n")
-                if not line:
-                    continue
-                try:
-                    key = json.loads(line)["key"]
-                except (ValueError, KeyError, TypeError):
-                    raise DataError(f"{path} line {n} is not a shipped response row (JSON with a key)") from None
-                if key < previous:
-                    raise DataError(f"{path} is not sorted by key (line {n}): was it written by `superb run`?")
-                previous = key
-                yield key, rank, label, line
+        for part, n, line in read_lines(path):
+            if not line:
+                continue
+            try:
+                key = json.loads(line)["key"]
+            except (ValueError, KeyError, TypeError):
+                raise DataError(f"{part} line {n} is not a shipped response row (JSON with a key)") from None
+            if key < previous:
+                raise DataError(f"{part} is not sorted by key (line {n}): was it written by `superb run`?")
+            previous = key
+            yield key, rank, label, line
     except (OSError, EOFError) as e:
         raise DataError(f"cannot read {path}: {e}") from None

@@ -231,3 +231,31 @@ def test_save_ships_a_cut_short_run_so_another_machine_continues_it(tmp_path, mo
         assert main(["run", str(spec), "--out", str(tmp_path / "whole")]) == 0
         assert srv.requests == len(QUERIES) - 2
     assert main(["responses", "save", str(spec), "--out", str(tmp_path / "partial.json")]) == 2
+
+
+def test_a_large_shipped_file_is_written_in_parts_that_replay_and_hash_as_one(tmp_path, monkeypatch):
+    from superb.llm import ship
+
+    with filled(tmp_path / "a.sqlite") as cache:
+        log = ResponseLog(cache.path, tuple(cache.used_keys()))
+    (tmp_path / "whole").mkdir()
+    whole = write_shipped(log, tmp_path / "whole" / SHIPPED_FILE)
+    folder = tmp_path / "results" / "parts"
+    folder.mkdir(parents=True)
+    monkeypatch.setattr(ship, "PART_BYTES", 1)  # every part holds one row (at least one is always written)
+    parted = write_shipped(log, folder / SHIPPED_FILE)
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["responses.2.jsonl.gz", "responses.3.jsonl.gz", "responses.4.jsonl.gz",
+                     "responses.5.jsonl.gz", "responses.jsonl.gz"]
+    assert parted["rows"] == 5
+    lines = [line for _, _, line in ship.read_lines(folder / SHIPPED_FILE)]
+    assert lines == gzip.open(tmp_path / "whole" / SHIPPED_FILE, "rt").read().splitlines()  # the same sorted rows
+    assert parted["sha256"] != whole["sha256"]  # the hash covers the parts' bytes, not the rows
+    with ResponseCache(tmp_path / "fresh.sqlite") as fresh:
+        report = replay(folder, fresh)
+        assert (report.rows, report.counts.stored, report.invalid) == (5, 5, 0)
+        assert fresh.get("m", req("p4")).text == "no"
+    monkeypatch.setattr(ship, "PART_BYTES", 4_000_000)
+    again = write_shipped(log, folder / SHIPPED_FILE)  # a shorter write removes the parts it no longer needs
+    assert sorted(p.name for p in folder.iterdir()) == ["responses.jsonl.gz"]
+    assert again["sha256"] == whole["sha256"] and again["rows"] == 5

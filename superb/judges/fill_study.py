@@ -20,7 +20,6 @@ correction) under both label sets, a FLIP being a changed conclusion (better / w
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -202,17 +201,15 @@ def _merge_responses(out: Path, log: Any, run_summary: dict | None) -> dict | No
     """The folder's responses.jsonl.gz plus the judge's rows (one per key; a key in both keeps the folder's row,
     counted as a conflict if the answers differ), sorted by key; None when the judge used no cache."""
     from superb.llm.cache import ResponseCache
-    from superb.llm.ship import SHIPPED_FILE, _sha256, row_line, write_lines
+    from superb.llm.ship import SHIPPED_FILE, _sha256, read_lines, row_line, write_lines
 
     if log is None:
         return None
     path = out / SHIPPED_FILE
     rows: dict[str, str] = {}
-    if path.is_file():
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    rows[json.loads(line)["key"]] = line.rstrip("\n")
+    for _, _, line in read_lines(path):
+        if line.strip():
+            rows[json.loads(line)["key"]] = line
     before = len(rows)
     added = conflicts = found = 0
     with ResponseCache(log.cache_path, "read-only") as cache:

@@ -12,6 +12,11 @@ model, messages, sampling and logprob parameters, template id), ``text``, ``logp
 ``completion_tokens``. No API key, endpoint URL, latency or timestamp is in it. Replaying refuses (and reports) a row
 whose key is not the sha256 of its request. Which rows came from where (live calls, a batch file, another results
 folder) is counted in provenance.json under "responses".
+
+Parts: a file would grow past what a git host takes comfortably, so the writer starts a new part when the compressed
+bytes of the current one reach ``PART_BYTES``: ``responses.jsonl.gz``, then ``responses.2.jsonl.gz``, ... Each part
+is sorted and the parts follow each other in key order, so reading them in turn (``read_lines``) gives the one
+sorted file; the summary's sha256 covers all parts in order.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from superb.errors import SuperbError
 from superb.llm.cache import CachedRow, ResponseCache, StoreCounts
 
 SHIPPED_FILE = "responses.jsonl.gz"
+PART_BYTES = 4_000_000  # compressed bytes after which the writer starts the next part (files stay under 5 MB)
 EXAMPLES = 5  # invalid rows named in a report
 
 
@@ -70,21 +76,60 @@ def row_line(row: dict[str, Any]) -> str:
     return json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def write_lines(path: Path, lines: Iterator[str]) -> int:
-    """Write ``lines`` (already sorted by key) to ``path`` as gzip with mtime 0, atomically; returns how many."""
+def part_paths(path: Path) -> list[Path]:
+    """The parts of the shipped file ``path`` that exist, in order: ``path`` itself, then NAME.2.jsonl.gz, ..."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    written = 0
-    with open(tmp, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-            out = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
-            for line in lines:
-                out.write(line)
-                out.write("\n")
-                written += 1
-            out.flush()
-            out.detach()
-    os.replace(tmp, path)
+    if not path.is_file():
+        return []
+    parts = [path]
+    while (nxt := _part(path, len(parts) + 1)).is_file():
+        parts.append(nxt)
+    return parts
+
+
+def _part(path: Path, n: int) -> Path:
+    """Part ``n`` (>= 2) of ``path``: responses.jsonl.gz -> responses.2.jsonl.gz (other names: NAME.2)."""
+    stem, ext = (path.name[: -len(".jsonl.gz")], ".jsonl.gz") if path.name.endswith(".jsonl.gz") else (path.name, "")
+    return path.with_name(f"{stem}.{n}{ext}")
+
+
+def read_lines(path: Path) -> Iterator[tuple[Path, int, str]]:
+    """(part, line number, line without its newline) of every part of a shipped file, in order."""
+    for part in part_paths(path):
+        with gzip.open(part, "rt", encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                yield part, n, line.rstrip("\n")
+
+
+def write_lines(path: Path, lines: Iterator[str], part_bytes: int | None = None) -> int:
+    """Write ``lines`` (already sorted by key) to ``path`` as gzip with mtime 0, atomically, in parts of about
+    ``part_bytes`` (default ``PART_BYTES``) compressed bytes, at least one line each (see the module's docstring);
+    parts an earlier, longer write left are removed. Returns how many lines."""
+    path, limit = Path(path), part_bytes or PART_BYTES
+    written, n, lines = 0, 1, iter(lines)
+    pending = next(lines, None)
+    while True:
+        target = path if n == 1 else _part(path, n)
+        tmp = target.with_name(target.name + ".tmp")
+        with open(tmp, "wb") as raw:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                out = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
+                in_part = 0
+                # raw.tell() trails the text by what zlib and the wrapper still buffer (tens of KB): close enough
+                while pending is not None and (in_part == 0 or raw.tell() < limit):
+                    out.write(pending)
+                    out.write("\n")
+                    written, in_part = written + 1, in_part + 1
+                    pending = next(lines, None)
+                out.flush()
+                out.detach()
+        os.replace(tmp, target)
+        if pending is None:
+            break
+        n += 1
+    while (stale := _part(path, n + 1)).is_file():
+        stale.unlink()
+        n += 1
     return written
 
 
@@ -153,22 +198,23 @@ def replay(where: str | Path, cache: ResponseCache, *, replace: bool = False) ->
 
 def _verified(path: Path, report: ReplayReport) -> Iterator[CachedRow]:
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                report.rows += 1
-                try:
-                    yield CachedRow.from_dict(json.loads(line))
-                except (ValueError, TypeError, AttributeError) as e:
-                    report.refuse(f"line {n}", str(e))
+        for part, n, line in read_lines(path):
+            if not line.strip():
+                continue
+            report.rows += 1
+            try:
+                yield CachedRow.from_dict(json.loads(line))
+            except (ValueError, TypeError, AttributeError) as e:
+                report.refuse(f"{part.name} line {n}" if part != path else f"line {n}", str(e))
     except (OSError, EOFError) as e:  # not gzip, truncated
         raise SuperbError(f"cannot read {path}: {e}. Is it a {SHIPPED_FILE} written by `superb run`?") from None
 
 
 def _sha256(path: Path) -> str:
+    """sha256 of the bytes of every part of ``path``, in order (one part: the file's own sha256)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    for part in part_paths(path):
+        with open(part, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
     return h.hexdigest()
