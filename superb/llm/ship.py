@@ -101,11 +101,11 @@ def read_lines(path: Path) -> Iterator[tuple[Path, int, str]]:
                 yield part, n, line.rstrip("\n")
 
 
-def write_lines(path: Path, lines: Iterator[str], part_bytes: int | None = None) -> int:
-    """Write ``lines`` (already sorted by key) to ``path`` as gzip with mtime 0, atomically, in parts of about
-    ``part_bytes`` (default ``PART_BYTES``) compressed bytes, at least one line each (see the module's docstring);
-    parts an earlier, longer write left are removed. Returns how many lines."""
-    path, limit = Path(path), part_bytes or PART_BYTES
+def write_lines(path: Path, lines: Iterator[str]) -> int:
+    """Write ``lines`` (already sorted by key) to ``path`` as gzip with mtime 0, each part atomically, in parts of
+    about ``PART_BYTES`` compressed bytes, at least one line each (see the module's docstring); parts an earlier,
+    longer write left are removed. Returns how many lines."""
+    path, limit = Path(path), PART_BYTES
     written, n, lines = 0, 1, iter(lines)
     pending = next(lines, None)
     while True:
