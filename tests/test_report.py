@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from local_data import DOCS, QRELS, data  # noqa: F401 (data: a fixture)
-from report_helpers import run_folder
+from local_data import DOCS, QRELS
+from report_helpers import tiny_folder  # noqa: F401 (a fixture)
 from superb.report.markdown import split_row, to_html
 from superb.report.page import render, sections, table_sections
 
@@ -63,10 +63,10 @@ def test_split_row():
     assert split_row("| a | b \\| c |") == [" a ", " b | c "]
 
 
-def test_the_payload_of_a_real_folder(data):
+def test_the_payload_of_a_real_folder(tiny_folder, tmp_path):
     from superb.report.data import collect
 
-    folder = run_folder(data)
+    folder = shutil.copytree(tiny_folder, tmp_path / "copy")
     # an LLM judge's labels (the format `superb judge --fill` writes): for every product of BM25's run
     bm25 = [line.split() for line in (folder / "runs" / "BM25.run").read_text().splitlines()]
     (folder / "llm_qrels.trec").write_text("".join(f"{q} 0 {d} 0\n" for q, _, d, *_ in bm25))
@@ -91,20 +91,23 @@ def test_the_payload_of_a_real_folder(data):
     assert json.loads(render(payload).split('id="data">')[1].split("</script>")[0])["systems"] == payload["systems"]
 
 
-def test_a_data_set_that_cannot_be_loaded_leaves_docnos_and_says_why(data):
+def test_a_data_set_that_cannot_be_loaded_leaves_docnos_and_says_why(tiny_folder, tmp_path):
     from superb.report.data import collect
 
-    folder = run_folder(data)
-    (data / "docs.jsonl").unlink()
+    folder = shutil.copytree(tiny_folder, tmp_path / "copy")
+    provenance = json.loads((folder / "provenance.json").read_text())
+    provenance["spec"]["dataset"]["docs"] = str(tmp_path / "gone" / "docs.jsonl")
+    (folder / "provenance.json").write_text(json.dumps(provenance))
     payload = collect(folder)
     assert payload["titles"] == [""] * len(payload["docs"]) and payload["titles_missing"] == len(payload["docs"])
     assert "could not be loaded" in payload["title_source"] and "docs.jsonl" in payload["title_source"]
 
 
-def test_superb_report_writes_the_page_and_names_a_wrong_folder(data, tmp_path, capsys):
+def test_superb_report_writes_the_page_and_names_a_wrong_folder(tiny_folder, tmp_path, capsys):
     from superb.cli import main
 
-    folder = run_folder(data)
+    folder = tiny_folder
+    assert (folder / "report.html").is_file()  # written by `superb run`
     out = tmp_path / "elsewhere.html"
     assert main(["report", str(folder), "--out", str(out)]) == 0
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
@@ -112,11 +115,10 @@ def test_superb_report_writes_the_page_and_names_a_wrong_folder(data, tmp_path, 
     assert "nothing/systems.json does not exist" in capsys.readouterr().err
 
 
-def test_a_script_end_inside_the_data_cannot_end_the_page(data):
+def test_a_script_end_inside_the_data_cannot_end_the_page(tiny_folder):
     from superb.report.data import collect
 
-    folder = run_folder(data)
-    payload = collect(folder)
+    payload = collect(tiny_folder)
     payload["titles"][0] = "</script><script>alert(1)</script>"
     html = render(payload)
     assert html.count("</script>") == 2 and "alert(1)" in html  # kept, as \u003c-escaped JSON
@@ -142,10 +144,10 @@ def test_the_page_needs_no_network():
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html) and "@import" not in html
 
 
-def test_a_folder_copy_without_provenance_still_renders(data, tmp_path):
+def test_a_folder_copy_without_provenance_still_renders(tiny_folder, tmp_path):
     from superb.report.data import collect
 
-    folder = shutil.copytree(run_folder(data), tmp_path / "copy")
+    folder = shutil.copytree(tiny_folder, tmp_path / "copy")
     (folder / "provenance.json").unlink()
     payload = collect(folder)
     assert payload["chains"]["BM25 >> shuffle"] == ["BM25 >> shuffle"]  # stages unknown without the spec

@@ -14,8 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from local_data import DOCS, data  # noqa: F401 (data: a fixture)
-from report_helpers import run_folder
+from local_data import DOCS
+from report_helpers import tiny_folder  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.slow  # a real browser, started once per page load (a few seconds each)
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
@@ -32,10 +34,13 @@ def chromium() -> str:
 def browse(page: Path, tmp: Path, *, fragment: str = "", screenshot: Path | None = None) -> str:
     """The DOM of ``page`` after its scripts ran (or a screenshot of it), in headless Chromium without network."""
     args = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp / 'profile'}"]
+            "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp / 'profile'}",
+            "--enable-logging=stderr", "--v=0"]  # the page's console messages on stderr
     args += [f"--screenshot={screenshot}", "--window-size=1400,1000"] if screenshot else ["--dump-dom"]
     done = subprocess.run([*args, page.resolve().as_uri() + fragment], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if "CONSOLE" in line and "Uncaught" in line]
+    assert not errors, errors  # the page's script ran without an error
     return done.stdout
 
 
@@ -90,8 +95,8 @@ def parse(html: str) -> Node:
     return parser.root
 
 
-def test_the_page_shows_the_table_and_two_rankings_side_by_side(data, tmp_path):
-    folder = run_folder(data)
+def test_the_page_shows_the_table_and_two_rankings_side_by_side(tiny_folder, tmp_path):
+    folder = tiny_folder
     page = folder / "report.html"
     dom = parse(browse(page, tmp_path))
 
@@ -119,8 +124,8 @@ def test_the_page_shows_the_table_and_two_rankings_side_by_side(data, tmp_path):
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 20_000
 
 
-def test_the_address_picks_the_systems_and_the_filter(data, tmp_path):
-    folder = run_folder(data)
+def test_the_address_picks_the_systems_and_the_filter(tiny_folder, tmp_path):
+    folder = tiny_folder
     a, b = "BM25", "BM25 >> shuffle >> random"
     perquery = pd.read_csv(folder / "perquery.csv", dtype={"qid": str})
     ndcg = perquery[(perquery["view"] == "full") & (perquery["measure"] == "nDCG@10")].pivot(
@@ -140,3 +145,25 @@ def test_the_address_picks_the_systems_and_the_filter(data, tmp_path):
     # no query of the tiny data set lacks a relevant product: the filter leaves none, and says so
     dom = parse(browse(folder / "report.html", tmp_path, fragment="#filter=norel"))
     assert "no query matches this filter" in dom.by_id("queries").text()
+
+
+def test_human_labels_first_then_the_llm_label_where_there_is_none(tiny_folder, tmp_path):
+    import shutil
+
+    from local_data import QRELS
+    from superb.cli import main
+
+    folder = shutil.copytree(tiny_folder, tmp_path / "copy")
+    bm25 = [line.split() for line in (folder / "runs" / "BM25.run").read_text().splitlines()]
+    (folder / "llm_qrels.trec").write_text("".join(f"{q} 0 {d} 0\n" for q, _, d, *_ in bm25))  # 0 for every product
+    assert main(["report", str(folder)]) == 0
+    dom = parse(browse(folder / "report.html", tmp_path, fragment="#a=BM25&b=BM25"))
+    human = {d: label for _, d, label in QRELS}  # the tiny data set's docnos are unique across its two queries
+    seen = {"human": 0, "llm": 0}
+    for li in dom.by_id("side-by-side").find_all("li"):
+        docno = li.find_all("span", "docno")[0].text()
+        badge = li.find_all("span", "badge")[0]
+        is_llm = "llm" in badge.attrs["class"].split()
+        assert badge.text() == str(human.get(docno, 0)) and is_llm == (docno not in human), (docno, badge.attrs)
+        seen["llm" if is_llm else "human"] += 1
+    assert seen["human"] and seen["llm"]
