@@ -152,3 +152,20 @@ def test_a_folder_copy_without_provenance_still_renders(tiny_folder, tmp_path):
     payload = collect(folder)
     assert payload["chains"]["BM25 >> shuffle"] == ["BM25 >> shuffle"]  # stages unknown without the spec
     assert payload["title_source"].startswith("no data set in provenance.json")
+
+
+def test_a_failed_page_does_not_fail_the_run(tiny_folder, tmp_path, monkeypatch, capsys):
+    import superb.report
+    from superb.cli import main
+    from superb.errors import DataError
+
+    def broken(folder, out=None):
+        raise DataError("a page that cannot be written")
+
+    monkeypatch.setattr(superb.report, "write_report", broken)
+    spec = tiny_folder.parent.parent / "tiny_report.toml"
+    out = tmp_path / "again"
+    assert main(["run", str(spec), "--out", str(out)]) == 0  # the results are written all the same
+    assert (out / "table.md").is_file() and not (out / "report.html").exists()
+    err = capsys.readouterr().err
+    assert "report.html not written (a page that cannot be written)" in err and f"superb report {out}" in err
