@@ -48,7 +48,8 @@ def test_markdown_tables_keep_every_mark_interval_and_note():
     assert "a | b" in html  # an escaped bar stays inside its cell
     assert "&lt;after&gt;" in html  # text is escaped
     rows = re.findall(r'<tr data-system="([^"]*)" data-depth="(\d)">', html)
-    assert rows == [("BM25", "0"), ("BM25 &gt;&gt; pointwise", "1"), ("BM25 &gt;&gt; bi-encoder &gt;&gt; pointwise", "2")]
+    assert rows == [("BM25", "0"), ("BM25 &gt;&gt; pointwise", "1"),
+                    ("BM25 &gt;&gt; bi-encoder &gt;&gt; pointwise", "2")]
     assert html.count('class="right"') == 2 * 4  # header and data cells of the two right-aligned columns
     assert "<li>A &gt;&gt; B vs C, nDCG@10: better (full), n.s. (condensed) continued on the next line</li>" in html
 

@@ -119,13 +119,40 @@ def _baselines(table: pd.DataFrame) -> dict[str, str]:
     return {str(s): str(b) for s, b in rows[["system", "baseline"]].drop_duplicates("system").itertuples(index=False)}
 
 
+def _read_runs(folder: Path, systems_map: dict[str, str], spec: dict, qindex: dict[str, int]):
+    """Each system's top DEPTH per query (first stages: FIRST_STAGE_DEPTH, with their scores) as indices into one list
+    of docnos: (docnos, {system: [[doc index, ...] per query]}, {first stage: [[score, ...] per query]})."""
+    docs: list[str] = []
+    dindex: dict[str, int] = {}
+    runs: dict[str, list[list[int]]] = {}
+    scores: dict[str, list[list[float | None]]] = {}
+    for name, rel in systems_map.items():
+        run = read_trec_run(_need(folder, rel))
+        first_stage = _is_first_stage(spec, name)
+        lists: list[list[int]] = [[] for _ in qindex]
+        kept: list[list[float | None]] = [[] for _ in qindex]
+        for qid, group in run.groupby("qid", sort=False):
+            if qid not in qindex:
+                continue
+            head = group.head(FIRST_STAGE_DEPTH if first_stage else DEPTH)
+            for docno in head["docno"]:
+                if docno not in dindex:
+                    dindex[docno] = len(docs)
+                    docs.append(docno)
+            lists[qindex[qid]] = [dindex[d] for d in head["docno"]]
+            kept[qindex[qid]] = [_rounded(v) for v in head["score"]]
+        runs[name] = lists
+        if first_stage:
+            scores[name] = kept
+    return docs, runs, scores
+
+
 def _rounded(value: float, digits: int = 4) -> float | None:
     return None if value is None or not math.isfinite(value) else round(float(value), digits)
 
 
-def collect(folder: str | Path, *, titles: bool = True) -> dict[str, Any]:
-    """The page's payload for the results folder ``folder`` (see the module docstring); ``titles=False`` skips
-    loading the data set (docnos shown)."""
+def collect(folder: str | Path) -> dict[str, Any]:
+    """The page's payload for the results folder ``folder`` (see the module docstring)."""
     folder = Path(folder)
     systems_map = json.loads(_need(folder, "systems.json").read_text(encoding="utf-8"))
     systems = list(systems_map)
@@ -141,32 +168,8 @@ def collect(folder: str | Path, *, titles: bool = True) -> dict[str, Any]:
 
     qids = list(topics["qid"])
     qindex = {q: i for i, q in enumerate(qids)}
-    docs: list[str] = []
-    dindex: dict[str, int] = {}
-
-    def doc_id(docno: str) -> int:
-        if docno not in dindex:
-            dindex[docno] = len(docs)
-            docs.append(docno)
-        return dindex[docno]
-
-    runs: dict[str, list[list[int]]] = {}
-    scores: dict[str, list[list[float]]] = {}
-    for name in systems:
-        run = read_trec_run(_need(folder, systems_map[name]))
-        first_stage = len(chains.get(name, [name])) == 1 and not _reranks(spec, name)
-        depth = FIRST_STAGE_DEPTH if first_stage else DEPTH
-        lists: list[list[int]] = [[] for _ in qids]
-        kept: list[list[float]] = [[] for _ in qids]
-        for qid, group in run.groupby("qid", sort=False):
-            if qid not in qindex:
-                continue
-            head = group.head(depth)
-            lists[qindex[qid]] = [doc_id(d) for d in head["docno"]]
-            kept[qindex[qid]] = [_rounded(s) for s in head["score"]]
-        runs[name] = lists
-        if first_stage:
-            scores[name] = kept
+    docs, runs, scores = _read_runs(folder, systems_map, spec, qindex)
+    dindex = {d: i for i, d in enumerate(docs)}
 
     def labels(frame: pd.DataFrame) -> list[dict[str, int]]:
         out: list[dict[str, int]] = [{} for _ in qids]
@@ -191,8 +194,7 @@ def collect(folder: str | Path, *, titles: bool = True) -> dict[str, Any]:
                 column[qindex[qid]] = _rounded(value)
         values.setdefault(f"{view}|{measure}", {})[str(system)] = column
 
-    found = load_titles(spec.get("dataset"), set(docs)) if titles else Titles(source="titles not loaded: docnos shown",
-                                                                              missing=len(docs))
+    found = load_titles(spec.get("dataset"), set(docs))
     cost = folder / "cost.png"
     return {
         "name": spec.get("name") or folder.name,
@@ -222,8 +224,10 @@ def collect(folder: str | Path, *, titles: bool = True) -> dict[str, Any]:
     }
 
 
-def _reranks(spec: dict, name: str) -> bool:
+def _is_first_stage(spec: dict, name: str) -> bool:
+    """Whether the spec's pipeline ``name`` only retrieves (its run file holds the engine's scores). Without the spec
+    (no provenance.json) every system counts as one: its whole run and its file's scores are shown."""
     for p in spec.get("pipelines") or []:
         if p.get("name") == name:
-            return bool(p.get("rerank")) or bool(p.get("input"))
-    return False
+            return not p.get("rerank") and not p.get("input")
+    return True

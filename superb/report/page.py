@@ -25,7 +25,8 @@ def sections(markdown: str) -> list[tuple[str | None, str]]:
             parts.append((line[3:].strip(), []))
         else:
             parts[-1][1].append(line)
-    return [(heading, to_html("\n".join(lines))) for heading, lines in parts if heading or any(x.strip() for x in lines)]
+    return [(heading, to_html("\n".join(lines))) for heading, lines in parts
+            if heading or any(x.strip() for x in lines)]
 
 
 def table_sections(table_md: str, name: str) -> list[tuple[str | None, str]]:
@@ -43,18 +44,20 @@ def render(payload: dict[str, Any]) -> str:
                              autoescape=jinja2.select_autoescape(["j2", "html"]), keep_trailing_newline=True)
     data = {k: v for k, v in payload.items() if k not in ("table_md", "cost_png")}
     return env.get_template("report.html.j2").render(
-        name=payload["name"], table_sections=table_sections(payload["table_md"], payload["name"]), cost_png=payload["cost_png"],
+        name=payload["name"], table_sections=table_sections(payload["table_md"], payload["name"]),
+        cost_png=payload["cost_png"],
         title_source=payload["title_source"], titles_missing=payload["titles_missing"],
         n_docs=len(payload["docs"]), data_json=_json_for_script(data))
 
 
-def write_report(folder: str | Path, out: str | Path | None = None, *, titles: bool = True) -> Path:
+def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
     """Writes the page of the results folder ``folder`` to ``out`` (default: folder/report.html); returns its path."""
     from superb.report.data import collect
 
     folder = Path(folder)
     out = Path(out) if out is not None else folder / "report.html"
-    html = render(collect(folder, titles=titles))
+    html = render(collect(folder))
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.writing")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(out)
