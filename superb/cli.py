@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--measure", action="append", help="measures to show (default: all in both)")
     compare.set_defaults(func=_cmd_compare)
 
+    report = sub.add_parser("report", help="write report.html: the table, the cost plot and two systems' rankings "
+                                           "side by side per query, one self-contained page")
+    report.add_argument("result", type=Path, help="a results folder, e.g. results/quickstart")
+    report.add_argument("--out", type=Path, default=None, help="the page (default: RESULT/report.html)")
+    report.set_defaults(func=_cmd_report)
+
     _register_optional(sub, "superb.llm.cli")
     _register_optional(sub, "superb.judges.cli")
     _register_optional(sub, "superb.batch.cli")
@@ -101,6 +107,10 @@ def _cmd_run(args) -> int:
     write_results(result, out)
     print((out / "table.md").read_text(encoding="utf-8"))
     print(f"results written to {out}/ in {result.timings['total_s']:.1f} s")
+    try:
+        _report(out)
+    except (SuperbError, OSError) as exc:  # the results are written; the page can be made again from them
+        print(f"superb: report.html not written ({exc}); `superb report {out}` writes it", file=sys.stderr)
     return _llm_exit_code(spec, result)
 
 
@@ -163,6 +173,22 @@ def _cmd_merge(args) -> int:
                   "shard's answer, so replaying it may not reproduce every shard's ranking", file=sys.stderr)
     print(f"{len(result.topics)} queries of {len(result.sharding['merged'])} shards merged into {out}/")
     return _llm_exit_code(spec, result)  # the shards' failed LLM calls, summed, against llm.max_failure_share
+
+
+def _report(folder: Path, out: Path | None = None) -> Path:
+    from superb.report import write_report
+
+    page = write_report(folder, out)
+    print(f"report: {page} (open it in a browser; it needs no network)")
+    return page
+
+
+def _cmd_report(args) -> int:
+    if not (args.result / "systems.json").is_file():
+        raise SuperbError(f"{args.result / 'systems.json'} does not exist: give a folder written by `superb run` "
+                          "(e.g. results/quickstart)")
+    _report(args.result, args.out)
+    return 0
 
 
 def _cmd_show(args) -> int:

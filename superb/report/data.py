@@ -1,0 +1,233 @@
+"""A results folder's files gathered into the one JSON payload the page reads (superb.report.page).
+
+From the folder: table.md (rendered as it is: marks, intervals, notes), cost.png, systems.json and runs/ (each
+system's top ``depth`` per query; the first stages' engine scores), table.csv (each row's baseline), perquery.csv,
+qrels.trec, llm_qrels.trec (the LLM judge's labels, where `superb judge --fill` wrote them), topics.tsv and
+provenance.json (the spec: which system reads which, the data set, the relevance threshold).
+
+Not in the folder: product titles. They come from the data set the spec names, through superb's loaders (as `superb
+run` read it); where it cannot be loaded, or lacks a product, the page shows the docno and says how many titles are
+missing. Reranked run files hold rank-derived scores (superb.transformers.base: n - position), so the page shows each
+stage's rank, and the score only of a first stage (BM25's, RM3's).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from superb.errors import DataError, SuperbError
+
+log = logging.getLogger(__name__)
+
+DEPTH = 20  # entries kept per system and query (the page shows the top 10 and where products came from up to 20)
+FIRST_STAGE_DEPTH = 100  # first stages keep their whole run: "moved up from #37"
+
+
+@dataclass
+class Titles:
+    """docno -> title, and where the titles came from (shown on the page)."""
+
+    by_docno: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+    missing: int = 0
+
+
+def read_trec_run(path: Path) -> pd.DataFrame:
+    """qid, docno, rank, score of a TREC run file, in rank order per query (the file's query order kept)."""
+    try:
+        run = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "q0", "docno", "rank", "score", "tag"],
+                          dtype={"qid": str, "docno": str}, keep_default_na=False)
+        run["rank"] = pd.to_numeric(run["rank"], errors="raise")
+        run["score"] = pd.to_numeric(run["score"], errors="raise")
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise DataError(f"{path} is not a TREC run file ('qid Q0 docno rank score tag' per line): {exc}") from None
+    order = pd.factorize(run["qid"])[0]
+    return run.assign(_q=order).sort_values(["_q", "rank"], kind="mergesort").drop(columns=["_q", "q0", "tag"])
+
+
+def read_qrels(path: Path) -> pd.DataFrame:
+    """qid, docno, label of a TREC qrels file (empty when the file does not exist)."""
+    if not path.is_file():
+        return pd.DataFrame({"qid": [], "docno": [], "label": []})
+    try:
+        frame = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
+                            dtype={"qid": str, "docno": str}, keep_default_na=False)
+        frame["label"] = pd.to_numeric(frame["label"], errors="raise").astype(int)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise DataError(f"{path} is not a TREC qrels file ('qid 0 docno label' per line): {exc}") from None
+    return frame[["qid", "docno", "label"]]
+
+
+def _need(folder: Path, name: str) -> Path:
+    path = folder / name
+    if not path.is_file():
+        raise DataError(f"{path} does not exist: `superb report` takes a folder written by `superb run` or "
+                        "`superb merge` (e.g. results/quickstart)")
+    return path
+
+
+def load_titles(dataset: dict | None, docnos: set[str]) -> Titles:
+    """The titles of ``docnos`` from the data set a spec names (superb.data.load_dataset); a data set that cannot be
+    loaded gives no titles, and the reason is kept in ``source``."""
+    if not dataset:
+        return Titles(source="no data set in provenance.json: docnos shown", missing=len(docnos))
+    from superb.data import load_dataset
+
+    name = dataset.get("name", "?")
+    try:
+        store = load_dataset(dataset, path="dataset").docs_store()
+    except (SuperbError, OSError) as exc:
+        log.warning("report: titles unavailable: %s", exc)
+        return Titles(source=f"data set {name!r} could not be loaded ({exc}): docnos shown", missing=len(docnos))
+    found = {}
+    for docno in docnos:
+        doc = store.get(docno)
+        title = (doc or {}).get("title") or (doc or {}).get("text") or ""
+        if title:
+            found[docno] = str(title)
+    missing = len(docnos) - len(found)
+    if missing:
+        log.warning("report: %d of %d products have no title in the data set %r (docno shown)", missing, len(docnos),
+                    name)
+    return Titles(found, source=f"titles from the data set {name!r} (superb.data.load_dataset)", missing=missing)
+
+
+def _chains(spec: dict, systems: list[str]) -> dict[str, list[str]]:
+    """Each system's stages: the systems it reads (``input``, recursively), first stage first, itself last."""
+    inputs = {p.get("name"): p.get("input") for p in spec.get("pipelines") or []}
+    out = {}
+    for name in systems:
+        chain, seen, current = [name], {name}, inputs.get(name)
+        while current and current in systems and current not in seen:
+            chain.insert(0, current)
+            seen.add(current)
+            current = inputs.get(current)
+        out[name] = chain
+    return out
+
+
+def _baselines(table: pd.DataFrame) -> dict[str, str]:
+    rows = table[table["family"].fillna("").astype(str).str.startswith("baseline:")]
+    return {str(s): str(b) for s, b in rows[["system", "baseline"]].drop_duplicates("system").itertuples(index=False)}
+
+
+def _read_runs(folder: Path, systems_map: dict[str, str], spec: dict, qindex: dict[str, int]):
+    """Each system's top DEPTH per query (first stages: FIRST_STAGE_DEPTH, with their scores) as indices into one list
+    of docnos: (docnos, {system: [[doc index, ...] per query]}, {first stage: [[score, ...] per query]})."""
+    docs: list[str] = []
+    dindex: dict[str, int] = {}
+    runs: dict[str, list[list[int]]] = {}
+    scores: dict[str, list[list[float | None]]] = {}
+    for name, rel in systems_map.items():
+        run = read_trec_run(_need(folder, rel))
+        first_stage = _is_first_stage(spec, name)
+        lists: list[list[int]] = [[] for _ in qindex]
+        kept: list[list[float | None]] = [[] for _ in qindex]
+        for qid, group in run.groupby("qid", sort=False):
+            if qid not in qindex:
+                continue
+            head = group.head(FIRST_STAGE_DEPTH if first_stage else DEPTH)
+            for docno in head["docno"]:
+                if docno not in dindex:
+                    dindex[docno] = len(docs)
+                    docs.append(docno)
+            lists[qindex[qid]] = [dindex[d] for d in head["docno"]]
+            kept[qindex[qid]] = [_rounded(v) for v in head["score"]]
+        runs[name] = lists
+        if first_stage:
+            scores[name] = kept
+    return docs, runs, scores
+
+
+def _rounded(value: float, digits: int = 4) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), digits)
+
+
+def collect(folder: str | Path) -> dict[str, Any]:
+    """The page's payload for the results folder ``folder`` (see the module docstring)."""
+    folder = Path(folder)
+    systems_map = json.loads(_need(folder, "systems.json").read_text(encoding="utf-8"))
+    systems = list(systems_map)
+    table_md = _need(folder, "table.md").read_text(encoding="utf-8")
+    table = pd.read_csv(_need(folder, "table.csv"))
+    perquery = pd.read_csv(_need(folder, "perquery.csv"), dtype={"qid": str})
+    topics = pd.read_csv(_need(folder, "topics.tsv"), sep="\t", header=None, names=["qid", "query"],
+                         dtype=str, keep_default_na=False, quoting=3)
+    provenance_path = folder / "provenance.json"
+    provenance = json.loads(provenance_path.read_text(encoding="utf-8")) if provenance_path.is_file() else {}
+    spec = provenance.get("spec") or {}
+    chains = _chains(spec, systems)
+
+    qids = list(topics["qid"])
+    qindex = {q: i for i, q in enumerate(qids)}
+    docs, runs, scores = _read_runs(folder, systems_map, spec, qindex)
+    dindex = {d: i for i, d in enumerate(docs)}
+
+    def labels(frame: pd.DataFrame) -> list[dict[str, int]]:
+        out: list[dict[str, int]] = [{} for _ in qids]
+        for qid, docno, label in frame.itertuples(index=False):
+            if qid in qindex and docno in dindex:  # only products some system shows
+                out[qindex[qid]][str(dindex[docno])] = int(label)
+        return out
+
+    qrels = read_qrels(_need(folder, "qrels.trec"))
+    llm_qrels = read_qrels(folder / "llm_qrels.trec")
+    rel = int((provenance.get("dataset") or {}).get("rel_threshold") or (spec.get("evaluation") or {}).get("rel") or 1)
+    relevant = qrels[qrels["label"] >= rel].groupby("qid").size()
+    judged = qrels.groupby("qid").size()
+
+    views = [str(v) for v in pd.unique(perquery["view"])]
+    measures = [str(m) for m in pd.unique(perquery["measure"])]
+    values: dict[str, dict[str, list[float | None]]] = {}
+    for (view, measure, system), group in perquery.groupby(["view", "measure", "system"], sort=False):
+        column: list[float | None] = [None] * len(qids)
+        for qid, value in zip(group["qid"], group["value"]):
+            if qid in qindex:
+                column[qindex[qid]] = _rounded(value)
+        values.setdefault(f"{view}|{measure}", {})[str(system)] = column
+
+    found = load_titles(spec.get("dataset"), set(docs))
+    cost = folder / "cost.png"
+    return {
+        "name": spec.get("name") or folder.name,
+        "folder": folder.name,
+        "table_md": table_md,
+        "cost_png": base64.b64encode(cost.read_bytes()).decode("ascii") if cost.is_file() else None,
+        "systems": systems,
+        "baselines": _baselines(table),
+        "chains": chains,
+        "first_stages": sorted(scores),
+        "views": views,
+        "measures": measures,
+        "rel": rel,
+        "queries": [{"qid": q, "query": t, "relevant": int(relevant.get(q, 0)), "judged": int(judged.get(q, 0))}
+                    for q, t in zip(qids, topics["query"])],
+        "docs": docs,
+        "titles": [found.by_docno.get(d, "") for d in docs],
+        "title_source": found.source,
+        "titles_missing": found.missing,
+        "runs": runs,
+        "scores": scores,
+        "qrels": labels(qrels),
+        "llm_qrels": labels(llm_qrels),
+        "has_llm_qrels": bool(len(llm_qrels)),
+        "values": values,
+        "depth": DEPTH,
+    }
+
+
+def _is_first_stage(spec: dict, name: str) -> bool:
+    """Whether the spec's pipeline ``name`` only retrieves (its run file holds the engine's scores). Without the spec
+    (no provenance.json) every system counts as one: its whole run and its file's scores are shown."""
+    for p in spec.get("pipelines") or []:
+        if p.get("name") == name:
+            return not p.get("rerank") and not p.get("input")
+    return True
