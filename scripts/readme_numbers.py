@@ -249,19 +249,28 @@ def unbound_in_blocks(readme: Path, text: str) -> list[tuple[int, str]]:
     return out
 
 
-def problems(readme: Path) -> list[str]:
-    text = readme.read_text(encoding="utf-8")
-    rel = readme.relative_to(ROOT)
-    out = []
-    for b in bound_numbers(readme, text):
-        try:
-            v = value_at(b.target, readme.parent)
-        except BindingError as e:
-            out.append(f"{rel}:{b.line}: {b.written} is bound to a place that cannot be read: {e}")
-            continue
-        if not matches(v, b.written):
-            out.append(f"{rel}:{b.line}: {b.written} but the file holds {render(v, b.written)} ({v!r}) at {b.target}"
-                       f" (python scripts/readme_numbers.py rebind {rel} writes the file's value)")
+def _rel(readme: Path):
+    return readme.relative_to(ROOT) if readme.is_relative_to(ROOT) else readme
+
+
+def mismatch(b: Bound) -> str | None:
+    """Why the bound number `b` is wrong (a message naming the place and the file's current value), or None."""
+    rel = _rel(b.readme)
+    try:
+        v = value_at(b.target, b.readme.parent)
+    except BindingError as e:
+        return f"{rel}:{b.line}: {b.written} is bound to a place that cannot be read: {e}"
+    if matches(v, b.written):
+        return None
+    return (f"{rel}:{b.line}: {b.written} but the file holds {render(v, b.written)} ({v!r}) at {b.target}"
+            f" (python scripts/readme_numbers.py rebind {rel} writes the file's value)")
+
+
+def problems(readme: Path, text: str | None = None) -> list[str]:
+    """Every bound number that differs from its place (or whose place cannot be read), every unbound number in a block."""
+    text = readme.read_text(encoding="utf-8") if text is None else text
+    rel = _rel(readme)
+    out = [m for b in bound_numbers(readme, text) if (m := mismatch(b))]
     for line, written in unbound_in_blocks(readme, text):
         out.append(f"{rel}:{line}: {written} is in a numbers block but not bound to a place "
                    f"(python scripts/readme_numbers.py bind {rel} proposes one)")
@@ -436,7 +445,7 @@ def bind(readme: Path) -> list[str]:
             hits = [c for c in pool if matches(c.value, written)]
             line = text.count("\n", 0, block.start(2) + t.start()) + 1
             if not hits:
-                notes.append(f"{readme.relative_to(ROOT)}:{line}: {written}: no cell of {sources} holds it; left unbound")
+                notes.append(f"{_rel(readme)}:{line}: {written}: no cell of {sources} holds it; left unbound")
                 continue
             before, after = body[: t.start()], body[t.end():]
             ranked = sorted(hits, key=lambda c: (-_score(c, before, after, previous), c.order))
@@ -444,7 +453,7 @@ def bind(readme: Path) -> list[str]:
             if len(ranked) > 1:
                 s0, s1 = _score(ranked[0], before, after, previous), _score(ranked[1], before, after, previous)
                 if s0 - s1 < 1:
-                    notes.append(f"{readme.relative_to(ROOT)}:{line}: {written} -> {best.target(readme.parent)} "
+                    notes.append(f"{_rel(readme)}:{line}: {written} -> {best.target(readme.parent)} "
                                  f"(chosen among {len(hits)}; next {ranked[1].target(readme.parent)})")
             label = str(next_label)
             next_label += 1
@@ -467,11 +476,15 @@ def rebind(readme: Path) -> list[str]:
     text = readme.read_text(encoding="utf-8")
     notes, edits = [], []
     for b in bound_numbers(readme, text):
-        v = value_at(b.target, readme.parent)
+        try:
+            v = value_at(b.target, readme.parent)
+        except BindingError as e:
+            notes.append(f"{_rel(readme)}:{b.line}: {b.written} left as it is: {e}")
+            continue
         if not matches(v, b.written):
             new = render(v, b.written)
             edits.append((b.start, b.end, new))
-            notes.append(f"{readme.relative_to(ROOT)}:{b.line}: {b.written} -> {new} ({b.target})")
+            notes.append(f"{_rel(readme)}:{b.line}: {b.written} -> {new} ({b.target})")
     for start, end, new in sorted(edits, reverse=True):
         text = text[:start] + new + text[end:]
     readme.write_text(text, encoding="utf-8")
