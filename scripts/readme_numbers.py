@@ -55,7 +55,7 @@ DEFINITION = re.compile(r"^\[([^\]\n]+)\]: (?:<((?:\\.|[^<>\\\n])*)>|(\S+))[ \t]
 # a number standing alone: not part of a name (nDCG@10, P(rel=2), 1.5B, Qwen2.5, MiniLM-L6, 0-3), maybe signed, maybe %
 # the dash of a range between two decimals (0.782-0.870): the second number is a number, not a negative one
 RANGE_DASH = re.compile(r"(?:(?<=\.\d)|(?<=\.\d\d)|(?<=\.\d\d\d)|(?<=\.\d{4})|(?<=\]))-(?=\d|\[)")
-WRITTEN = re.compile(r"(?<![\w@.=/^\-])(?<!issue )(?<!issues )[+\-\u2212]?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!% (?:interval|confidence))(%?)(?![\w@]|\.\d|-\d)")
+WRITTEN = re.compile(r"(?<![\w@.=/^\-])(?<!issue )(?<!issues )[+\-\u2212]?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!% (?:interval|confidence))(%?)(?!(?!x\b)[\w@]|\.\d|-\d)")  # 1.22x is a number, 1.5B a name
 CODE = re.compile(r"`[^`\n]*`")
 
 
