@@ -13,7 +13,10 @@ markdown links are). The fragment is `&`-separated `key=value` pairs (split at t
   `col` names the column whose value is stated.
 - JSON and TOML: `key=a/b/0/c`, a path of keys; a list element is picked by its index or by `field:value` (the one
   dict in the list whose `field` equals `value`), e.g. `key=pipelines/name:BM25/first_stage/depth`.
-An inline link `[0.6399](<path#fragment>)` is read the same way.
+- CSV, a difference: `minus.column=value` states the row's value minus that of the row the filters select with
+  `column=value` in place of theirs (`...&col=mean&minus.system=BM25 >> pointwise`): for a gain that is no cell.
+In angle brackets a `>` of the target is written `\>` (CommonMark). An inline link `[0.6399](<path#fragment>)` is
+read the same way.
 
 The value at the place must round to the written number at its precision: 0.6399 is f"{v:.4f}" of v; 1,736 is
 v = 1736 (thousands separators as written); 71% is v = 0.71 (a share) or 71 at the written precision; a number written
@@ -21,8 +24,10 @@ with a sign (+0.0167, -0.0206, \u22120.02) is compared signed, one without a sig
 for a delta of -0.0116). So a change of a README number in its last digit fails.
 
 Blocks `<!-- numbers from FILES -->` ... `<!-- end numbers -->` mark prose that states results: every number written
-in a block (not inside names such as nDCG@10, P(rel=2)@5, 1.5B or Qwen2.5) must be bound. FILES are the candidate
-sources the `bind` command searches (paths relative to the repository).
+in a block must be bound. Not numbers: names such as nDCG@10, P(rel=2)@5, 1.5B, Qwen2.5, a `0-3` label range,
+"issue 9", "95% interval", and anything in a code span (write an aim or a constant that no results file holds as
+`tau >= 0.8`). 1.22x is a number. FILES are the candidate sources the `bind` command searches (paths relative to the
+repository); add the spec (experiments/NAME.toml) when the prose states settings such as weights or window sizes.
 
 Commands (python scripts/readme_numbers.py ...):
   check [FILES]         every bound number against its place; prints the file's current value for each mismatch
