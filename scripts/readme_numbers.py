@@ -1,4 +1,4 @@
-"""README numbers bound to the exact place in a results file they come from.
+r"""README numbers bound to the exact place in a results file they come from.
 
 A README states a result as a reference-style markdown link whose text is the number and whose target is the file
 with a fragment naming the place:
@@ -20,8 +20,8 @@ read the same way.
 
 The value at the place must round to the written number at its precision: 0.6399 is f"{v:.4f}" of v; 1,736 is
 v = 1736 (thousands separators as written); 71% is v = 0.71 (a share) or 71 at the written precision; a number written
-with a sign (+0.0167, -0.0206, \u22120.02) is compared signed, one without a sign is compared to |v| ("behind by 0.0116"
-for a delta of -0.0116). So a change of a README number in its last digit fails.
+with a sign (+0.0167, -0.0206, or U+2212 as the minus) is compared signed, one without a sign with |v| ("behind by
+0.0116" for a delta of -0.0116). So a change of a README number in its last digit fails.
 
 Blocks `<!-- numbers from FILES -->` ... `<!-- end numbers -->` mark prose that states results: every number written
 in a block must be bound. Not numbers: names such as nDCG@10, P(rel=2)@5, 1.5B, Qwen2.5, a `0-3` label range,
@@ -42,9 +42,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import sys
 import tomllib
+from itertools import combinations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
@@ -60,7 +62,11 @@ DEFINITION = re.compile(r"^\[([^\]\n]+)\]: (?:<((?:\\.|[^<>\\\n])*)>|(\S+))[ \t]
 # a number standing alone: not part of a name (nDCG@10, P(rel=2), 1.5B, Qwen2.5, MiniLM-L6, 0-3), maybe signed, maybe %
 # the dash of a range between two decimals (0.782-0.870): the second number is a number, not a negative one
 RANGE_DASH = re.compile(r"(?:(?<=\.\d)|(?<=\.\d\d)|(?<=\.\d\d\d)|(?<=\.\d{4})|(?<=\]))-(?=\d|\[)")
-WRITTEN = re.compile(r"(?<![\w@.=/^\-])(?<!issue )(?<!issues )[+\-\u2212]?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!% (?:interval|confidence))(%?)(?!(?!x\b)[\w@]|\.\d|-\d)")  # 1.22x is a number, 1.5B a name
+WRITTEN = re.compile(
+    r"(?<![\w@.=/^\-])(?<!issue )(?<!issues )[+\-\u2212]?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
+    r"(?!% (?:interval|confidence))(%?)"
+    r"(?!(?!x\b)[\w@]|\.\d|-\d)"  # 1.22x is a number; 1.5B, P@5, the 0 of 0-3: names
+)
 CODE = re.compile(r"`[^`\n]*`")
 
 
@@ -212,7 +218,9 @@ class Bound:
 
 
 def definitions(text: str) -> dict[str, str]:
-    return {m.group(1): unescape(m.group(2) if m.group(2) is not None else m.group(3)) for m in DEFINITION.finditer(text)}
+    """Reference label -> link target, for every `[label]: <target>` line of a README."""
+    return {m.group(1): unescape(m.group(2) if m.group(2) is not None else m.group(3))
+            for m in DEFINITION.finditer(text)}
 
 
 def unescape(target: str) -> str:
@@ -272,7 +280,7 @@ def mismatch(b: Bound) -> str | None:
 
 
 def problems(readme: Path, text: str | None = None) -> list[str]:
-    """Every bound number that differs from its place (or whose place cannot be read), every unbound number in a block."""
+    """Each bound number that differs from its place (or whose place cannot be read), each unbound one in a block."""
     text = readme.read_text(encoding="utf-8") if text is None else text
     rel = _rel(readme)
     out = [m for b in bound_numbers(readme, text) if (m := mismatch(b))]
@@ -307,8 +315,6 @@ class Candidate:
 
 
 def _relpath(path: Path, base: Path) -> str:
-    import os
-
     return os.path.relpath(path, base).replace(os.sep, "/")
 
 
@@ -338,7 +344,8 @@ def candidates(path: Path) -> list[Candidate]:
             if isinstance(node, bool):
                 return
             if isinstance(node, (int, float)):
-                out.append(Candidate(path, float(node), [("key", s) for s in steps], steps[-1] if steps else "", len(out)))
+                keys = [("key", s) for s in steps]
+                out.append(Candidate(path, float(node), keys, steps[-1] if steps else "", len(out)))
             elif isinstance(node, dict):
                 for k, v in node.items():
                     walk(v, steps + [str(k)])
@@ -356,9 +363,10 @@ def _element_selector(element: dict, siblings: list) -> str | None:
     """`field:value` (or `f:v;g:w`) naming this dict among the dicts of its list, from its short string/int fields."""
     fields = [k for k, v in element.items() if isinstance(v, (str, int)) and not isinstance(v, bool)
               and len(str(v)) <= 60 and ";" not in str(v) and "/" not in str(v)]
-    fields.sort(key=lambda k: (k not in KEY_COLUMNS and k not in ("k", "n_parallel", "concurrency"), not isinstance(element[k], str)))
+    fields.sort(key=lambda k: (k not in KEY_COLUMNS and k not in ("k", "n_parallel", "concurrency"),
+                               not isinstance(element[k], str)))
     for size in (1, 2, 3):
-        for combo in __import__("itertools").combinations(fields, size):
+        for combo in combinations(fields, size):
             if sum(isinstance(x, dict) and all(x.get(k) == element[k] for k in combo) for x in siblings) == 1:
                 return ";".join(f"{k}:{element[k]}" for k in combo)
     return None
@@ -366,8 +374,6 @@ def _element_selector(element: dict, siblings: list) -> str | None:
 
 def _row_key(row: dict, rows: list[dict], text_cols: list[str], columns: list[str]):
     """The fewest text columns (in file order) whose values pick this row alone."""
-    from itertools import combinations
-
     combos = [combo for size in range(1, min(len(text_cols), 4) + 1) for combo in combinations(text_cols, size)]
     combos.sort(key=lambda combo: (sum(c not in KEY_COLUMNS for c in combo), len(combo),
                                    sum(row[c] == "" for c in combo), sum(len(row[c]) for c in combo)))
