@@ -398,34 +398,83 @@ COLUMN_PRIORITY = ["mean", "delta", "p_corrected", "p", "kappa_linear", "tau", "
                    "calls_per_query", "n"]
 
 
-def _score(c: Candidate, before: str, after: str, previous: Candidate | None) -> float:
+def _keys_for_matching(c: Candidate) -> tuple[list[str], str | None]:
+    """The candidate's names as prose writes them, and its view: 'nDCG(judged_only=True)@10' is nDCG@10, condensed;
+    'P(rel=2)@5' is P@5; a JSON step 'name:BM25' is BM25."""
+    names, view = [], None
+    for k, v in c.keys:
+        if k == "family":  # tested against its baseline: implied; head-to-head: the other system is named
+            if not v.startswith("head-to-head:"):
+                continue
+            v = v.partition(":")[2]
+        for part in v.split(";") if k == "key" else [v]:
+            part = (part.partition(":")[2] or part) if k == "key" else part
+            if "judged_only=True" in part:
+                view = "condensed"
+            measure = re.sub(r"\((?:rel=\d,?)?(?:judged_only=True)?\)", "", part)
+            if measure != part and view is None:
+                view = "full"
+            if k == "view":
+                view = part
+            else:
+                names.append(measure.lower())
+    return names, view
+
+
+P_CORRECTED = re.compile(r"(holm p|corrected p|corrected|after holm|holm over \d+\)?,? p)\s*=?\s*$")
+P_RAW = re.compile(r"(raw p|uncorrected p|uncorrected|paired t p)\s*=?\s*$")
+
+
+def _score(c: Candidate, before: str, after: str, previous: Candidate | None, written: str = "") -> float:
+    """How well the candidate cell fits the prose around the number (higher is better)."""
     score = 0.0
     near = before[-160:].lower()
     far = before[-600:].lower()
     following = after[:40].lower()
-    for k, v in c.keys:
-        v = v.lower()
-        if not v or len(v) < 2:
-            continue
-        if k == "view" or v in ("full", "condensed", "filled"):
-            if re.match(r"\W*(/ [^/]*)?" + re.escape(v), following) or following.lstrip(" )]").startswith(v):
-                score += 6
-            elif v in near[-60:]:
-                score += 3
-            elif v == "full":
-                score += 1
+    names, view = _keys_for_matching(c)
+    for v in names:
+        if len(v) < 2 or v in ("full", "condensed", "filled"):
             continue
         if v in near:
             score += 4 + len(v) / 20 + (near.rfind(v) / len(near) if near else 0)
         elif v in far:
             score += 2 + len(v) / 40
+        elif " >> " in v and v.rsplit(" >> ", 1)[1] in near:  # "BM25 >> pointwise" written as "pointwise"
+            score += 2.5
+    if view:
+        if re.match(r"[\s)\]]*" + view, following):
+            score += 6
+        elif view in near[-40:]:
+            score += 3
+        elif re.match(r"\s*/\s*[\[+\-\d]", following):  # "a / b": the first is the full view
+            score += 2 if view == "full" else 0
+        elif re.search(r"/\s*\[?$", near):
+            score += 2 if view == "condensed" else 0
+        elif view == "full":
+            score += 1
     colname = c.col.lower().replace("_", " ")
     if colname and colname in near[-80:]:
         score += 2
     if colname and len(colname) > 2 and colname.rstrip("s") in following[:30]:
         score += 4
+    tail = re.sub(r"\[([^\]]+)\]\[\d+\]", r"\1", near)[-40:]
+    if c.col == "p_corrected" and P_CORRECTED.search(tail):
+        score += 5
+    if c.col == "p" and P_RAW.search(tail):
+        score += 5
+    if c.col in ("p", "p_corrected") and re.search(r"\bp\s*=?\s*$|\bp [\d.]+ /\s*$", tail):
+        score += 2 if c.col == "p_corrected" else 1
+    if c.col == "delta" and (written[:1] in "+-\u2212" or re.search(r"\b(by|ahead|behind|gains?|adds?)\s*$", tail)):
+        score += 3
+    if "head-to-head" in " ".join(v for _, v in c.keys) and re.search(r"head to head|head-to-head|ahead|behind", far):
+        score += 2
     if c.col in COLUMN_PRIORITY:
         score += 1 - COLUMN_PRIORITY.index(c.col) / len(COLUMN_PRIORITY)
+    if c.col == "baseline_mean":  # the baseline's own row holds its mean
+        score -= 1
+    body = written.lstrip("+-\u2212").replace(",", "").rstrip("%x")
+    if "." in body and len(body.partition(".")[2]) <= 2 and abs(c.value - float(body)) > 1e-12:
+        score -= 3  # 0.5 written is a setting of 0.5 rather than a mean of 0.5495
     if previous is not None and previous.path == c.path:
         score += 1
         same = sum(1 for kv in c.keys if kv in previous.keys)
@@ -454,15 +503,19 @@ def bind(readme: Path) -> list[str]:
         for t in WRITTEN.finditer(masked):
             written = t.group(0)
             hits = [c for c in pool if matches(c.value, written)]
+            if written[:1] in "+-\u2212":  # a signed number is a difference: a delta cell, never a p-value or a mean
+                hits = [c for c in hits if c.path.suffix != ".csv" or c.col == "delta"
+                        or "delta" not in _csv_rows(c.path)[0]]
             line = text.count("\n", 0, block.start(2) + t.start()) + 1
             if not hits:
-                notes.append(f"{_rel(readme)}:{line}: {written}: no cell of {sources} holds it; left unbound")
+                notes.append(f"{_rel(readme)}:{line}: {written}: no cell of {sources} holds it; left unbound "
+                             "(a difference of two rows: bind it by hand with minus.COLUMN=VALUE)")
                 continue
             before, after = body[: t.start()], body[t.end():]
-            ranked = sorted(hits, key=lambda c: (-_score(c, before, after, previous), c.order))
+            ranked = sorted(hits, key=lambda c: (-_score(c, before, after, previous, written), c.order))
             best = ranked[0]
             if len(ranked) > 1:
-                s0, s1 = _score(ranked[0], before, after, previous), _score(ranked[1], before, after, previous)
+                s0, s1 = (_score(x, before, after, previous, written) for x in ranked[:2])
                 if s0 - s1 < 1:
                     notes.append(f"{_rel(readme)}:{line}: {written} -> {best.target(readme.parent)} "
                                  f"(chosen among {len(hits)}; next {ranked[1].target(readme.parent)})")
