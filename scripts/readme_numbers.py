@@ -34,6 +34,8 @@ Commands (python scripts/readme_numbers.py ...):
   bind FILES            binds the plain numbers of every block to a cell of the block's FILES holding that value
                         (context decides between candidates: the row's names and the column near the number);
                         prints each binding it had to choose among several candidates, to review
+  unbind FILES          turns the bound numbers of the blocks back into plain numbers (when a table's rows or columns
+                        changed so much that its places must be chosen again: unbind, bind, review)
   rebind FILES          rewrites each mismatched bound number to the file's current value at its place, at the
                         written precision (after a table is re-issued; read the prose around it again)
 """
@@ -555,14 +557,33 @@ def rebind(readme: Path) -> list[str]:
     return notes
 
 
+def unbind(readme: Path) -> list[str]:
+    """Back to plain numbers inside the blocks (links and their definitions removed), for `bind` to start afresh."""
+    text = readme.read_text(encoding="utf-8")
+    defs = definitions(text)
+    count = 0
+
+    def plain(block: re.Match) -> str:
+        nonlocal count
+        body = DEFINITION.sub("", block.group(2))
+        body, n = REF.subn(lambda m: m.group(1) if m.group(2) in defs else m.group(0), body)
+        body, k = INLINE.subn(lambda m: m.group(1), body)
+        count += n + k
+        body = re.sub(r"\n{3,}", "\n\n", body).rstrip("\n") + "\n"
+        return block.group(0).replace(block.group(2), body) if block.group(2) else block.group(0)
+
+    readme.write_text(BLOCK.sub(plain, text), encoding="utf-8")
+    return [f"{_rel(readme)}: {count} numbers unbound"]
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("check", "bind", "rebind"):
+    if not argv or argv[0] not in ("check", "bind", "rebind", "unbind"):
         print(__doc__)
         return 2
     files = [Path(a).resolve() for a in argv[1:]] or readmes()
     notes = []
     for f in files:
-        notes += {"check": problems, "bind": bind, "rebind": rebind}[argv[0]](f)
+        notes += {"check": problems, "bind": bind, "rebind": rebind, "unbind": unbind}[argv[0]](f)
     print("\n".join(notes) if notes else f"{argv[0]}: nothing to report ({len(files)} files)")
     return 1 if notes and argv[0] == "check" else 0
 

@@ -130,3 +130,14 @@ def test_bind_proposes_the_cell_the_context_names(folder, monkeypatch):
     assert re.search(r"\[0\.6884\]\[(\d+)\]", text)
     assert rn.problems(readme) == []
     assert "view=condensed&col=delta" in text
+
+
+def test_unbind_gives_back_the_plain_text(folder, monkeypatch):
+    monkeypatch.setattr(rn, "ROOT", folder)
+    readme = folder / "README.md"
+    plain = "<!-- numbers from table.csv -->\nA >> B: 0.6119 full, +0.0097 condensed.\n<!-- end numbers -->\n"
+    readme.write_text(plain, encoding="utf-8")
+    rn.bind(readme)
+    assert "[0.6119][1]" in readme.read_text(encoding="utf-8")
+    rn.unbind(readme)
+    assert readme.read_text(encoding="utf-8") == plain
