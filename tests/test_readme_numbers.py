@@ -1,71 +1,143 @@
-"""Numbers in README.md and results/*/README.md come from the results files.
+"""Every number a README states as a result is bound to one place in a results file, and equals it.
 
-A README states results inside marked blocks that name their sources:
+The markup (scripts/readme_numbers.py has the details): a number is a reference-style markdown link whose text is the
+number and whose target is the file, relative to the README, with a fragment naming the place:
 
-    <!-- numbers from results/chorus_pointwise/table.csv results/chorus_pointwise/usage.csv -->
-    ... nDCG@10 0.596 -> 0.623 (p = 0.0060) ...
-    <!-- end numbers -->
+    BM25 reaches nDCG@10 [0.5952][7] ...
+    [7]: <table.csv#system=BM25&measure=nDCG@10&col=mean>
 
-Every number written in a block (not those inside names such as nDCG@10, 1.5B or P(rel=2)@5) must be found in one
-of the named files at the precision it is written with: 0.623 matches 0.62317..., 1,736 matches 1736, 71% matches
-0.709 or 71. A re-run that changes a table without its README fails here. Paths are relative to the repository.
+- CSV: `column=value` filters that must select exactly one row, and `col=` the column stated;
+  `minus.column=value` states the difference between that row and the row with the filter changed (one column).
+- JSON/TOML: `key=a/b/0/c`, a key path; a list element by index or by `field:value` (`f:v;g:w` for several).
+The written number must be the value at its place rounded to the written precision (1,736 for 1736; 71% for 0.71 or
+71; a written sign is compared signed, an unsigned number with |value|): one digit more or less in the last place
+fails. Inside `<!-- numbers from FILES -->` ... `<!-- end numbers -->` every number must be bound (names such as
+nDCG@10, 1.5B, `0-3`, "issue 9" and numbers in code spans are not numbers). README.md, results/README.md,
+results/*/README.md and docs/*.md are checked.
+
+After a results table is re-issued: `python scripts/readme_numbers.py check` names each README number that no longer
+matches, with the file's current value at its place; `rebind FILE` writes those values into the README (then read the
+sentence again); `bind FILE` binds the plain numbers of a block, choosing among the cells that hold the value by the
+names around the number, and prints the choices to review.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-READMES = [ROOT / "README.md", *sorted((ROOT / "results").glob("*/README.md"))]
-BLOCK = re.compile(r"<!-- numbers from (.+?) -->\n(.*?)<!-- end numbers -->", re.S)
-# a number standing alone: not part of a name (nDCG@10, P(rel=2), 1.5B, Qwen2.5, MiniLM-L6, 0-3), maybe signed, maybe %
-WRITTEN = re.compile(r"(?<![\w@.=/^\-])[+\-\u2212]?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%?)(?![\w@]|\.\d)")
-IN_FILE = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_spec = importlib.util.spec_from_file_location("readme_numbers", ROOT / "scripts" / "readme_numbers.py")
+rn = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("readme_numbers", rn)  # dataclasses look their module up there
+_spec.loader.exec_module(rn)
+
+READMES = [p for p in rn.readmes() if p.is_file()]
 
 
-def blocks():
+def test_results_are_stated_in_bound_numbers():
+    bound = [b for p in READMES for b in rn.bound_numbers(p)]
+    assert len(bound) >= 300, f"only {len(bound)} README numbers are bound to a results file"
+    assert any(p.name == "README.md" and p.parent.name == "results" for p in READMES), "results/README.md is missing"
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_bound_number_equals_its_place(readme):
+    found = rn.problems(readme)
+    assert found == [], "\n".join(found)
+
+
+def mutations(written: str):
+    """The written number with its last digit one up and one down (9 -> 8 and 0, 0 -> 1 and 9)."""
+    i = max(i for i, c in enumerate(written) if c.isdigit())
+    for step in (1, -1):
+        yield written[:i] + str((int(written[i]) + step) % 10) + written[i + 1:]
+
+
+def test_a_change_in_the_last_digit_of_any_bound_number_fails():
+    """The meta-test: every binding of every README, mutated in its last digit, is rejected by the checker."""
+    checked, bindings = 0, 0
     for readme in READMES:
-        text = readme.read_text(encoding="utf-8")
-        for m in BLOCK.finditer(text):
-            line = text[: m.start()].count("\n") + 1
-            yield pytest.param(readme, m.group(1).split(), m.group(2), id=f"{readme.relative_to(ROOT)}:{line}")
+        for b in rn.bound_numbers(readme):
+            bindings += 1
+            assert rn.mismatch(b) is None
+            for wrong in mutations(b.written):
+                assert rn.REF.fullmatch(f"[{wrong}][1]") or rn.INLINE.fullmatch(f"[{wrong}](x.csv)")
+                message = rn.mismatch(rn.Bound(b.readme, b.line, wrong, b.target, b.start, b.end))
+                assert message and f": {wrong} but the file holds {b.written}" in message.replace("\u2212", "-"), (
+                    f"{readme.relative_to(ROOT)}:{b.line}: {b.written} -> {wrong} is not caught ({b.target})")
+                checked += 1
+    assert bindings >= 300 and checked == 2 * bindings
 
 
-def file_values(paths: list[str]) -> list[float]:
-    values = []
-    for p in paths:
-        path = ROOT / p
-        assert path.is_file(), f"the block names {p}, which does not exist"
-        values += [abs(float(x)) for x in IN_FILE.findall(path.read_text(encoding="utf-8"))]
-    return values
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "table.csv").write_text(
+        "system,view,measure,mean,delta\nBM25,full,nDCG@10,0.5952,\nA >> B,full,nDCG@10,0.6119,0.0167\n"
+        "A >> B,condensed,nDCG@10,0.6884,0.0097\n", encoding="utf-8")
+    (tmp_path / "usage.json").write_text(json.dumps({"rows": [{"name": "A", "calls": 1736}]}), encoding="utf-8")
+    return tmp_path
 
 
-def found(token: re.Match, values: list[float]) -> bool:
-    whole, decimals, percent = token.group(1).replace(",", ""), token.group(2) or "", token.group(3)
-    x = float(whole + decimals)
-    tolerance = 0.5 * 10 ** -(len(decimals) - 1 if decimals else 0) + 1e-9
-    candidates = [x, x / 100] if percent else [x]
-    scale = [tolerance, tolerance / 100] if percent else [tolerance]
-    return any(abs(v - c) <= t for v in values for c, t in zip(candidates, scale))
+def write(folder: Path, body: str) -> Path:
+    readme = folder / "README.md"
+    readme.write_text(f"<!-- numbers from x -->\n{body}\n<!-- end numbers -->\n", encoding="utf-8")
+    return readme
 
 
-def test_every_readme_states_its_results_in_checked_blocks():
-    assert len(list(blocks())) >= 8, "README.md and the results READMEs mark their numbers"
+def test_the_checker_reads_csv_rows_json_paths_and_differences(folder):
+    readme = write(folder, "BM25 [0.5952][1] -> [0.6119][2] ([+0.0167][3], [+0.017][4]); [1,736][5] calls, "
+                           "[0.60][6] ([61%][7]); condensed gain [+0.0765][8] over full; `top 20` and nDCG@10.\n\n"
+                           "[1]: <table.csv#system=BM25&col=mean>\n"
+                           "[2]: <table.csv#system=A \\>\\> B&view=full&col=mean>\n"
+                           "[3]: <table.csv#system=A \\>\\> B&view=full&col=delta>\n"
+                           "[4]: <table.csv#system=A \\>\\> B&view=full&col=delta>\n"
+                           "[5]: <usage.json#key=rows/name:A/calls>\n"
+                           "[6]: <table.csv#system=BM25&col=mean>\n"
+                           "[7]: <table.csv#system=A \\>\\> B&view=full&col=mean>\n"
+                           "[8]: <table.csv#system=A \\>\\> B&view=condensed&col=mean&minus.view=full>")
+    assert rn.problems(readme) == []
 
 
-@pytest.mark.parametrize("readme, sources, text", list(blocks()))
-def test_numbers_are_in_the_named_files(readme, sources, text):
-    values = file_values(sources)
-    missing = [t.group(0) for t in WRITTEN.finditer(text) if not found(t, values)]
-    assert missing == [], f"{readme.name}: {missing} are not in {sources}"
+def test_the_checker_names_the_place_and_the_current_value(folder):
+    readme = write(folder, "[0.6118][1], [-0.0167][2], [0.5952][3], [0.6][4] and 12 unbound.\n\n"
+                           "[1]: <table.csv#system=A \\>\\> B&view=full&col=mean>\n"
+                           "[2]: <table.csv#system=A \\>\\> B&view=full&col=delta>\n"
+                           "[3]: <table.csv#system=A \\>\\> B&col=mean>\n"
+                           "[4]: <table.csv#system=BM25&col=median>")
+    found = "\n".join(rn.problems(readme))
+    assert "0.6118 but the file holds 0.6119" in found
+    assert "-0.0167 but the file holds +0.0167" in found  # a written sign is compared signed
+    assert "2 rows match {'system': 'A >> B'}" in found
+    assert "has no column 'median'" in found
+    assert "12 is in a numbers block but not bound" in found
+    rn.rebind(readme)
+    assert "[0.6119][1]" in readme.read_text(encoding="utf-8")
 
 
-def test_the_checker_finds_a_wrong_number(tmp_path):
-    good, bad = "nDCG@10 0.596 -> 0.623 (1,736 requests, 71%)", "1,008 requests"
-    values = [0.5961, 0.6232, 1736.0, 0.709]
-    assert all(found(t, values) for t in WRITTEN.finditer(good))
-    assert [t.group(0) for t in WRITTEN.finditer(bad) if not found(t, values)] == ["1,008"]
-    assert [t.group(0) for t in WRITTEN.finditer("P(rel=2)@10 on the 1.5B and Qwen2.5 with 0-3 labels")] == ["0"]
+def test_bind_proposes_the_cell_the_context_names(folder, monkeypatch):
+    monkeypatch.setattr(rn, "ROOT", folder)
+    readme = folder / "README.md"
+    readme.write_text("<!-- numbers from table.csv -->\nA >> B: 0.6119 full / 0.6884 condensed (+0.0097).\n"
+                      "<!-- end numbers -->\n", encoding="utf-8")
+    rn.bind(readme)
+    text = readme.read_text(encoding="utf-8")
+    assert re.search(r"\[0\.6884\]\[(\d+)\]", text)
+    assert rn.problems(readme) == []
+    assert "view=condensed&col=delta" in text
+
+
+def test_unbind_gives_back_the_plain_text(folder, monkeypatch):
+    monkeypatch.setattr(rn, "ROOT", folder)
+    readme = folder / "README.md"
+    plain = "<!-- numbers from table.csv -->\nA >> B: 0.6119 full, +0.0097 condensed.\n<!-- end numbers -->\n"
+    readme.write_text(plain, encoding="utf-8")
+    rn.bind(readme)
+    assert "[0.6119][1]" in readme.read_text(encoding="utf-8")
+    rn.unbind(readme)
+    assert readme.read_text(encoding="utf-8") == plain

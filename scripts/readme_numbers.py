@@ -1,0 +1,592 @@
+r"""README numbers bound to the exact place in a results file they come from.
+
+A README states a result as a reference-style markdown link whose text is the number and whose target is the file
+with a fragment naming the place:
+
+    fuse(BM25, bi-encoder, pointwise) reaches nDCG@10 [0.6399][12] ...
+
+    [12]: <chorus_table4_full/table.csv#system=fuse(BM25, bi-encoder, pointwise)&view=full&measure=nDCG@10&col=mean>
+
+GitHub shows the number as a link to the file and hides the definition. The target is relative to the README (as
+markdown links are). The fragment is `&`-separated `key=value` pairs (split at the first `=`; `%26` writes a `&`):
+- CSV: every pair but `col` is a filter `column=value` on the row (all must hold, exactly one row must match);
+  `col` names the column whose value is stated.
+- JSON and TOML: `key=a/b/0/c`, a path of keys; a list element is picked by its index or by `field:value` (the one
+  dict in the list whose `field` equals `value`), e.g. `key=pipelines/name:BM25/first_stage/depth`.
+- CSV, a difference: `minus.column=value` states the row's value minus that of the row the filters select with
+  `column=value` in place of theirs (`...&col=mean&minus.system=BM25 >> pointwise`): for a gain that is no cell.
+In angle brackets a `>` of the target is written `\>` (CommonMark). An inline link `[0.6399](<path#fragment>)` is
+read the same way.
+
+The value at the place must round to the written number at its precision: 0.6399 is f"{v:.4f}" of v; 1,736 is
+v = 1736 (thousands separators as written); 71% is v = 0.71 (a share) or 71 at the written precision; a number written
+with a sign (+0.0167, -0.0206, or U+2212 as the minus) is compared signed, one without a sign with |v| ("behind by
+0.0116" for a delta of -0.0116). So a change of a README number in its last digit fails.
+
+Blocks `<!-- numbers from FILES -->` ... `<!-- end numbers -->` mark prose that states results: every number written
+in a block must be bound. Not numbers: names such as nDCG@10, P(rel=2)@5, 1.5B, Qwen2.5, a `0-3` label range,
+"issue 9", "95% interval", and anything in a code span (write an aim or a constant that no results file holds as
+`tau >= 0.8`). 1.22x is a number. FILES are the candidate sources the `bind` command searches (paths relative to the
+repository); add the spec (experiments/NAME.toml) when the prose states settings such as weights or window sizes.
+
+Commands (python scripts/readme_numbers.py ...):
+  check [FILES]         every bound number against its place; prints the file's current value for each mismatch
+  bind FILES            binds the plain numbers of every block to a cell of the block's FILES holding that value
+                        (context decides between candidates: the row's names and the column near the number);
+                        prints each binding it had to choose among several candidates, to review
+  unbind FILES          turns the bound numbers of the blocks back into plain numbers (when a table's rows or columns
+                        changed so much that its places must be chosen again: unbind, bind, review)
+  rebind FILES          rewrites each mismatched bound number to the file's current value at its place, at the
+                        written precision (after a table is re-issued; read the prose around it again)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import sys
+import tomllib
+from itertools import combinations
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from functools import lru_cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NUM = r"[+\-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?"
+BLOCK = re.compile(r"<!-- numbers(?: from (.+?))? -->\n(.*?)<!-- end numbers -->", re.S)
+REF = re.compile(r"\[(" + NUM + r")\]\[([^\]\n]+)\]")
+INLINE = re.compile(r"\[(" + NUM + r")\]\((?:<((?:\\.|[^<>\\\n])*)>|([^\s()]+))\)")
+DEFINITION = re.compile(r"^\[([^\]\n]+)\]: (?:<((?:\\.|[^<>\\\n])*)>|(\S+))[ \t]*$", re.M)
+# a number standing alone: not part of a name (nDCG@10, P(rel=2), 1.5B, Qwen2.5, MiniLM-L6, 0-3), maybe signed, maybe %
+# the dash of a range between two decimals (0.782-0.870): the second number is a number, not a negative one
+RANGE_DASH = re.compile(r"(?:(?<=\.\d)|(?<=\.\d\d)|(?<=\.\d\d\d)|(?<=\.\d{4})|(?<=\]))-(?=\d|\[)")
+WRITTEN = re.compile(
+    r"(?<![\w@.=/^\-])(?<!issue )(?<!issues )[+\-\u2212]?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
+    r"(?!% (?:interval|confidence))(%?)"
+    r"(?!(?!x\b)[\w@]|\.\d|-\d)"  # 1.22x is a number; 1.5B, P@5, the 0 of 0-3: names
+)
+CODE = re.compile(r"`[^`\n]*`")
+
+
+class BindingError(Exception):
+    """A bound place that does not exist or is not unique (the message names it and the fix)."""
+
+
+# ---------------------------------------------------------------------------------------------- reading a place
+
+
+@lru_cache(maxsize=None)
+def _csv_rows(path: Path) -> tuple[list[str], list[dict]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+@lru_cache(maxsize=None)
+def _tree(path: Path):
+    if path.suffix == ".toml":
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def parse_fragment(fragment: str) -> list[tuple[str, str]]:
+    pairs = []
+    for part in fragment.split("&"):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise BindingError(f"fragment part {part!r} is not key=value")
+        pairs.append((key, value.replace("%26", "&")))
+    return pairs
+
+
+def value_at(target: str, base: Path) -> float:
+    """The number at `path#fragment`, the path relative to `base` (the README's folder)."""
+    path_text, _, fragment = target.partition("#")
+    path = (base / path_text).resolve()
+    if not path.is_file():
+        raise BindingError(f"{path_text}: no such file")
+    pairs = parse_fragment(fragment)
+    if path.suffix == ".csv":
+        columns, rows = _csv_rows(path)
+        filters = [(k, v) for k, v in pairs if k != "col" and not k.startswith("minus.")]
+        other = [(k[len("minus."):], v) for k, v in pairs if k.startswith("minus.")]
+        cols = [v for k, v in pairs if k == "col"]
+        if len(cols) != 1:
+            raise BindingError(f"{target}: a CSV place needs exactly one col=COLUMN")
+        for k, _ in filters + [("col", cols[0])]:
+            name = cols[0] if k == "col" else k
+            if name not in columns:
+                raise BindingError(f"{target}: {path_text} has no column {name!r} (columns: {', '.join(columns)})")
+        hits = [r for r in rows if all(r[k] == v for k, v in filters)]
+        if len(hits) != 1:
+            raise BindingError(f"{target}: {len(hits)} rows match {dict(filters)} (exactly one must)")
+        cell = hits[0][cols[0]]
+        if other:  # a difference between two rows of one column: the filters with minus.X=V in place of X=V
+            theirs = dict(filters) | dict(other)
+            hits = [r for r in rows if all(r[k] == v for k, v in theirs.items())]
+            if len(hits) != 1:
+                raise BindingError(f"{target}: {len(hits)} rows match {theirs} (exactly one must)")
+            return float(cell) - float(hits[0][cols[0]])
+    elif path.suffix in (".json", ".toml"):
+        keys = [v for k, v in pairs if k == "key"]
+        if len(keys) != 1 or len(pairs) != 1:
+            raise BindingError(f"{target}: a JSON/TOML place is key=a/b/0")
+        cell = _walk(_tree(path), keys[0], target)
+    else:
+        raise BindingError(f"{target}: only .csv, .json and .toml files can be bound")
+    try:
+        return float(cell)
+    except (TypeError, ValueError):
+        raise BindingError(f"{target}: the value there is {cell!r}, not a number") from None
+
+
+def _walk(node, key_path: str, target: str):
+    for step in key_path.split("/"):
+        if isinstance(node, list):
+            if step.lstrip("-").isdigit():
+                node = node[int(step)]
+                continue
+            want = dict(part.partition(":")[::2] for part in step.split(";"))
+            found = [x for x in node if isinstance(x, dict) and all(str(x.get(k)) == v for k, v in want.items())]
+            if len(found) != 1:
+                raise BindingError(f"{target}: {len(found)} list elements have {want} (exactly one must)")
+            node = found[0]
+        elif isinstance(node, dict) and step in node:
+            node = node[step]
+        else:
+            raise BindingError(f"{target}: no key {step!r}")
+    return node
+
+
+# ---------------------------------------------------------------------------------------------- comparing
+
+
+def renderings(value: float, written: str) -> set[str]:
+    """The texts `value` may be written as at the precision and in the style of `written` (no sign, no commas)."""
+    body = written.lstrip("+-\u2212").replace(",", "")
+    percent = body.endswith("%")
+    body = body.rstrip("%")
+    decimals = len(body.partition(".")[2])
+    signed = written[:1] in "+-\u2212"
+    out = set()
+    for v in ([value, 100 * value] if percent else [value]):
+        v = v if signed else abs(v)
+        out.add(f"{v:.{decimals}f}")
+        try:
+            out.add(str(Decimal(repr(v)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)))
+        except InvalidOperation:
+            pass
+    return {o.replace("-0.", "0.") if set(o) <= set("-0.") else o for o in out}
+
+
+def normal(written: str) -> str:
+    """The written number as the text renderings() compares with: sign kept as '-', no commas, no '%', no '+'."""
+    text = written.replace("\u2212", "-").replace(",", "").rstrip("%")
+    return text[1:] if text.startswith("+") else text
+
+
+def matches(value: float, written: str) -> bool:
+    return normal(written) in renderings(value, written)
+
+
+def render(value: float, written: str) -> str:
+    """`value` written in the style of `written` (sign, commas, percent, precision): for rebind."""
+    body = written.lstrip("+-\u2212").replace(",", "")
+    percent = body.endswith("%")
+    decimals = len(body.rstrip("%").partition(".")[2])
+    v = 100 * value if percent and abs(value) <= 1 else value
+    sign = ""
+    if written[:1] in "+-\u2212":
+        sign = "+" if v >= 0 else ("\u2212" if written[0] == "\u2212" else "-")
+    text = f"{abs(v):,.{decimals}f}" if "," in written else f"{abs(v):.{decimals}f}"
+    return sign + text + ("%" if percent else "")
+
+
+# ---------------------------------------------------------------------------------------------- a README
+
+
+@dataclass
+class Bound:
+    readme: Path
+    line: int
+    written: str
+    target: str
+    start: int
+    end: int
+
+
+def definitions(text: str) -> dict[str, str]:
+    """Reference label -> link target, for every `[label]: <target>` line of a README."""
+    return {m.group(1): unescape(m.group(2) if m.group(2) is not None else m.group(3))
+            for m in DEFINITION.finditer(text)}
+
+
+def unescape(target: str) -> str:
+    return re.sub(r"\\(.)", r"\1", target)
+
+
+def escape(target: str) -> str:
+    """A link destination in angle brackets: `<` and `>` (as in 'BM25 >> pointwise') escaped with a backslash."""
+    return re.sub(r"([<>\\])", r"\\\1", target)
+
+
+def bound_numbers(readme: Path, text: str | None = None) -> list[Bound]:
+    text = readme.read_text(encoding="utf-8") if text is None else text
+    defs = definitions(text)
+    out = []
+    for m in REF.finditer(text):
+        if m.group(2) in defs:
+            out.append(Bound(readme, text.count("\n", 0, m.start()) + 1, m.group(1), defs[m.group(2)], *m.span(1)))
+    for m in INLINE.finditer(text):
+        target = unescape(m.group(2) if m.group(2) is not None else m.group(3))
+        out.append(Bound(readme, text.count("\n", 0, m.start()) + 1, m.group(1), target, *m.span(1)))
+    return out
+
+
+def unbound_in_blocks(readme: Path, text: str) -> list[tuple[int, str]]:
+    """Numbers written in a block that are not bound: (line, number)."""
+    defs = definitions(text)
+    out = []
+    for block in BLOCK.finditer(text):
+        body = block.group(2)
+        body = DEFINITION.sub("", body)
+        body = REF.sub(lambda m: "#" if m.group(2) in defs else m.group(0), body)
+        body = INLINE.sub("#", body)
+        body = CODE.sub(lambda m: " " * len(m.group(0)), RANGE_DASH.sub(" ", body))
+        offset = block.start(2)
+        for t in WRITTEN.finditer(body):
+            line = text.count("\n", 0, offset) + body.count("\n", 0, t.start()) + 1
+            out.append((line, t.group(0)))
+    return out
+
+
+def _rel(readme: Path):
+    return readme.relative_to(ROOT) if readme.is_relative_to(ROOT) else readme
+
+
+def mismatch(b: Bound) -> str | None:
+    """Why the bound number `b` is wrong (a message naming the place and the file's current value), or None."""
+    rel = _rel(b.readme)
+    try:
+        v = value_at(b.target, b.readme.parent)
+    except BindingError as e:
+        return f"{rel}:{b.line}: {b.written} is bound to a place that cannot be read: {e}"
+    if matches(v, b.written):
+        return None
+    return (f"{rel}:{b.line}: {b.written} but the file holds {render(v, b.written)} ({v!r}) at {b.target}"
+            f" (python scripts/readme_numbers.py rebind {rel} writes the file's value)")
+
+
+def problems(readme: Path, text: str | None = None) -> list[str]:
+    """Each bound number that differs from its place (or whose place cannot be read), each unbound one in a block."""
+    text = readme.read_text(encoding="utf-8") if text is None else text
+    rel = _rel(readme)
+    out = [m for b in bound_numbers(readme, text) if (m := mismatch(b))]
+    for line, written in unbound_in_blocks(readme, text):
+        out.append(f"{rel}:{line}: {written} is in a numbers block but not bound to a place "
+                   f"(python scripts/readme_numbers.py bind {rel} proposes one)")
+    return out
+
+
+def readmes() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "results").glob("**/README.md")), *sorted((ROOT / "docs").glob("*.md"))]
+
+
+# ---------------------------------------------------------------------------------------------- binding
+
+
+@dataclass
+class Candidate:
+    path: Path
+    value: float
+    keys: list[tuple[str, str]]  # the row's identifying (column, value) pairs, or JSON path steps as ("key", step)
+    col: str
+    order: int
+
+    def target(self, base: Path) -> str:
+        rel = _relpath(self.path, base)
+        if self.path.suffix == ".csv":
+            frag = "&".join(f"{k}={v.replace('&', '%26')}" for k, v in self.keys) + f"&col={self.col}"
+        else:
+            frag = "key=" + "/".join(v for _, v in self.keys)
+        return f"{rel}#{frag}"
+
+
+def _relpath(path: Path, base: Path) -> str:
+    return os.path.relpath(path, base).replace(os.sep, "/")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.strip() != "" and text.lower() not in ("nan", "inf", "-inf", "true", "false")
+
+
+@lru_cache(maxsize=None)
+def candidates(path: Path) -> list[Candidate]:
+    out: list[Candidate] = []
+    if path.suffix == ".csv":
+        columns, rows = _csv_rows(path)
+        text_cols = [c for c in columns if any(r[c] and not _is_number(r[c]) for r in rows)]
+        for i, row in enumerate(rows):
+            keys = _row_key(row, rows, text_cols, columns)
+            for c in columns:
+                if c in text_cols and not _is_number(row[c]):
+                    continue
+                if _is_number(row[c]) and keys is not None:
+                    out.append(Candidate(path, float(row[c]), keys, c, len(out)))
+    elif path.suffix in (".json", ".toml"):
+        def walk(node, steps):
+            if isinstance(node, bool):
+                return
+            if isinstance(node, (int, float)):
+                keys = [("key", s) for s in steps]
+                out.append(Candidate(path, float(node), keys, steps[-1] if steps else "", len(out)))
+            elif isinstance(node, dict):
+                for k, v in node.items():
+                    walk(v, steps + [str(k)])
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    step = str(i)
+                    if isinstance(v, dict):
+                        step = _element_selector(v, node) or step
+                    walk(v, steps + [step])
+        walk(_tree(path), [])
+    return out
+
+
+def _element_selector(element: dict, siblings: list) -> str | None:
+    """`field:value` (or `f:v;g:w`) naming this dict among the dicts of its list, from its short string/int fields."""
+    fields = [k for k, v in element.items() if isinstance(v, (str, int)) and not isinstance(v, bool)
+              and len(str(v)) <= 60 and ";" not in str(v) and "/" not in str(v)]
+    fields.sort(key=lambda k: (k not in KEY_COLUMNS and k not in ("k", "n_parallel", "concurrency"),
+                               not isinstance(element[k], str)))
+    for size in (1, 2, 3):
+        for combo in combinations(fields, size):
+            if sum(isinstance(x, dict) and all(x.get(k) == element[k] for k in combo) for x in siblings) == 1:
+                return ";".join(f"{k}:{element[k]}" for k in combo)
+    return None
+
+
+def _row_key(row: dict, rows: list[dict], text_cols: list[str], columns: list[str]):
+    """The fewest text columns (in file order) whose values pick this row alone."""
+    combos = [combo for size in range(1, min(len(text_cols), 4) + 1) for combo in combinations(text_cols, size)]
+    combos.sort(key=lambda combo: (sum(c not in KEY_COLUMNS for c in combo), len(combo),
+                                   sum(row[c] == "" for c in combo), sum(len(row[c]) for c in combo)))
+    for combo in combos:
+        if sum(all(r[c] == row[c] for c in combo) for r in rows) == 1:
+            return [(c, row[c]) for c in sorted(combo, key=text_cols.index)]
+    # text columns do not tell the rows apart (a threshold curve): all of them and one numeric column
+    for c in columns:
+        if c not in text_cols:
+            combo = [*text_cols, c]
+            if sum(all(r[k] == row[k] for k in combo) for r in rows) == 1:
+                return [(k, row[k]) for k in combo if row[k] != "" or k == c]
+    return None
+
+
+# columns that name a row (preferred as its selector over, say, a long ordering or a True/False flag)
+KEY_COLUMNS = {"system", "name", "judge", "measure", "view", "family", "split", "against", "labels", "fields", "choice",
+               "orders", "rule", "threshold", "engine", "model", "reranker", "variant", "preset"}
+
+
+COLUMN_PRIORITY = ["mean", "delta", "p_corrected", "p", "kappa_linear", "tau", "precision", "recall", "requests",
+                   "calls_per_query", "n"]
+
+
+def _keys_for_matching(c: Candidate) -> tuple[list[str], str | None]:
+    """The candidate's names as prose writes them, and its view: 'nDCG(judged_only=True)@10' is nDCG@10, condensed;
+    'P(rel=2)@5' is P@5; a JSON step 'name:BM25' is BM25."""
+    names, view = [], None
+    for k, v in c.keys:
+        if k == "family":  # tested against its baseline: implied; head-to-head: the other system is named
+            if not v.startswith("head-to-head:"):
+                continue
+            v = v.partition(":")[2]
+        for part in v.split(";") if k == "key" else [v]:
+            part = (part.partition(":")[2] or part) if k == "key" else part
+            if "judged_only=True" in part:
+                view = "condensed"
+            measure = re.sub(r"\((?:rel=\d,?)?(?:judged_only=True)?\)", "", part)
+            if measure != part and view is None:
+                view = "full"
+            if k == "view":
+                view = part
+            else:
+                names.append(measure.lower())
+    return names, view
+
+
+P_CORRECTED = re.compile(r"(holm p|corrected p|corrected|after holm|holm over \d+\)?,? p)\s*=?\s*$")
+P_RAW = re.compile(r"(raw p|uncorrected p|uncorrected|paired t p)\s*=?\s*$")
+
+
+def _score(c: Candidate, before: str, after: str, previous: Candidate | None, written: str = "") -> float:
+    """How well the candidate cell fits the prose around the number (higher is better)."""
+    score = 0.0
+    near = before[-160:].lower()
+    far = before[-600:].lower()
+    following = after[:40].lower()
+    names, view = _keys_for_matching(c)
+    for v in names:
+        if len(v) < 2 or v in ("full", "condensed", "filled"):
+            continue
+        if v in near:
+            score += 4 + len(v) / 20 + (near.rfind(v) / len(near) if near else 0)
+        elif v in far:
+            score += 2 + len(v) / 40
+        elif " >> " in v and v.rsplit(" >> ", 1)[1] in near:  # "BM25 >> pointwise" written as "pointwise"
+            score += 2.5
+    if view:
+        if re.match(r"[\s)\]]*" + view, following):
+            score += 6
+        elif view in near[-40:]:
+            score += 3
+        elif re.match(r"\s*/\s*[\[+\-\d]", following):  # "a / b": the first is the full view
+            score += 2 if view == "full" else 0
+        elif re.search(r"/\s*\[?$", near):
+            score += 2 if view == "condensed" else 0
+        elif view == "full":
+            score += 1
+    colname = c.col.lower().replace("_", " ")
+    if colname and colname in near[-80:]:
+        score += 2
+    if colname and len(colname) > 2 and colname.rstrip("s") in following[:30]:
+        score += 4
+    tail = re.sub(r"\[([^\]]+)\]\[\d+\]", r"\1", near)[-40:]
+    if c.col == "p_corrected" and P_CORRECTED.search(tail):
+        score += 5
+    if c.col == "p" and P_RAW.search(tail):
+        score += 5
+    if c.col in ("p", "p_corrected") and re.search(r"\bp\s*=?\s*$|\bp [\d.]+ /\s*$", tail):
+        score += 2 if c.col == "p_corrected" else 1
+    if c.col == "delta" and (written[:1] in "+-\u2212" or re.search(r"\b(by|ahead|behind|gains?|adds?)\s*$", tail)):
+        score += 3
+    if "head-to-head" in " ".join(v for _, v in c.keys) and re.search(r"head to head|head-to-head|ahead|behind", far):
+        score += 2
+    if c.col in COLUMN_PRIORITY:
+        score += 1 - COLUMN_PRIORITY.index(c.col) / len(COLUMN_PRIORITY)
+    if c.col == "baseline_mean":  # the baseline's own row holds its mean
+        score -= 1
+    body = written.lstrip("+-\u2212").replace(",", "").rstrip("%x")
+    if "." in body and len(body.partition(".")[2]) <= 2 and abs(c.value - float(body)) > 1e-12:
+        score -= 3  # 0.5 written is a setting of 0.5 rather than a mean of 0.5495
+    if previous is not None and previous.path == c.path:
+        score += 1
+        same = sum(1 for kv in c.keys if kv in previous.keys)
+        score += same * 0.8
+    return score
+
+
+def bind(readme: Path) -> list[str]:
+    """Binds every plain number of every block (in place); returns notes on choices and failures."""
+    text = readme.read_text(encoding="utf-8")
+    notes = []
+    defs = definitions(text)
+    used = {int(k) for k in defs if k.isdigit()}
+    next_label = max(used, default=0) + 1
+    pieces, last = [], 0
+    for block in BLOCK.finditer(text):
+        sources = (block.group(1) or "").split()
+        pool = [c for s in sources for c in candidates((ROOT / s).resolve())]
+        body = block.group(2)
+        new_defs = []
+        out, pos, previous = [], 0, None
+        masked = DEFINITION.sub(lambda m: " " * len(m.group(0)), body)
+        masked = REF.sub(lambda m: " " * len(m.group(0)), masked)
+        masked = INLINE.sub(lambda m: " " * len(m.group(0)), masked)
+        masked = CODE.sub(lambda m: " " * len(m.group(0)), RANGE_DASH.sub(" ", masked))
+        for t in WRITTEN.finditer(masked):
+            written = t.group(0)
+            hits = [c for c in pool if matches(c.value, written)]
+            if written[:1] in "+-\u2212":  # a signed number is a difference: a delta cell, never a p-value or a mean
+                hits = [c for c in hits if c.path.suffix != ".csv" or c.col == "delta"
+                        or "delta" not in _csv_rows(c.path)[0]]
+            line = text.count("\n", 0, block.start(2) + t.start()) + 1
+            if not hits:
+                notes.append(f"{_rel(readme)}:{line}: {written}: no cell of {sources} holds it; left unbound "
+                             "(a difference of two rows: bind it by hand with minus.COLUMN=VALUE)")
+                continue
+            before, after = body[: t.start()], body[t.end():]
+            ranked = sorted(hits, key=lambda c: (-_score(c, before, after, previous, written), c.order))
+            best = ranked[0]
+            if len(ranked) > 1:
+                s0, s1 = (_score(x, before, after, previous, written) for x in ranked[:2])
+                if s0 - s1 < 1:
+                    notes.append(f"{_rel(readme)}:{line}: {written} -> {best.target(readme.parent)} "
+                                 f"(chosen among {len(hits)}; next {ranked[1].target(readme.parent)})")
+            label = str(next_label)
+            next_label += 1
+            out.append(body[pos: t.start()] + f"[{written}][{label}]")
+            pos = t.end()
+            new_defs.append(f"[{label}]: <{escape(best.target(readme.parent))}>")
+            previous = best
+        out.append(body[pos:])
+        new_body = "".join(out)
+        if new_defs:
+            new_body = new_body.rstrip("\n") + "\n\n" + "\n".join(new_defs) + "\n"
+        pieces.append(text[last: block.start(2)] + new_body)
+        last = block.end(2)
+    pieces.append(text[last:])
+    readme.write_text("".join(pieces), encoding="utf-8")
+    return notes
+
+
+def rebind(readme: Path) -> list[str]:
+    text = readme.read_text(encoding="utf-8")
+    notes, edits = [], []
+    for b in bound_numbers(readme, text):
+        try:
+            v = value_at(b.target, readme.parent)
+        except BindingError as e:
+            notes.append(f"{_rel(readme)}:{b.line}: {b.written} left as it is: {e}")
+            continue
+        if not matches(v, b.written):
+            new = render(v, b.written)
+            edits.append((b.start, b.end, new))
+            notes.append(f"{_rel(readme)}:{b.line}: {b.written} -> {new} ({b.target})")
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    readme.write_text(text, encoding="utf-8")
+    return notes
+
+
+def unbind(readme: Path) -> list[str]:
+    """Back to plain numbers inside the blocks (links and their definitions removed), for `bind` to start afresh."""
+    text = readme.read_text(encoding="utf-8")
+    defs = definitions(text)
+    count = 0
+
+    def plain(block: re.Match) -> str:
+        nonlocal count
+        body = DEFINITION.sub("", block.group(2))
+        body, n = REF.subn(lambda m: m.group(1) if m.group(2) in defs else m.group(0), body)
+        body, k = INLINE.subn(lambda m: m.group(1), body)
+        count += n + k
+        body = re.sub(r"\n{3,}", "\n\n", body).rstrip("\n") + "\n"
+        return block.group(0).replace(block.group(2), body) if block.group(2) else block.group(0)
+
+    readme.write_text(BLOCK.sub(plain, text), encoding="utf-8")
+    return [f"{_rel(readme)}: {count} numbers unbound"]
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("check", "bind", "rebind", "unbind"):
+        print(__doc__)
+        return 2
+    files = [Path(a).resolve() for a in argv[1:]] or readmes()
+    notes = []
+    for f in files:
+        notes += {"check": problems, "bind": bind, "rebind": rebind, "unbind": unbind}[argv[0]](f)
+    print("\n".join(notes) if notes else f"{argv[0]}: nothing to report ({len(files)} files)")
+    return 1 if notes and argv[0] == "check" else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
