@@ -100,7 +100,31 @@ def _dump_logprobs(logprobs: tuple[TokenLogprob, ...] | None) -> str | None:
 def _load_logprobs(raw: str | None) -> tuple[TokenLogprob, ...] | None:
     if raw is None:
         return None
-    return tuple(TokenLogprob(tok, lp, dict(top)) for tok, lp, top in json.loads(raw))
+    return tuple(TokenLogprob(tok, lp, dict(top)) for tok, lp, top in check_logprobs(json.loads(raw)))
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN != NaN
+
+
+def check_logprobs(value: object) -> list:
+    """``value`` if it is what the cache stores as logprobs, a list of [token, logprob, {alternative: logprob}]
+    (strings, numbers that are not NaN); else ValueError naming the first entry that is not."""
+    if not isinstance(value, list):
+        raise ValueError(f"logprobs must be a list of [token, logprob, {{alternative: logprob}}], found "
+                         f"{type(value).__name__} {str(value)[:60]!r}")
+    for i, entry in enumerate(value):
+        if not (isinstance(entry, list) and len(entry) == 3):
+            raise ValueError(f"logprobs[{i}] must be [token, logprob, {{alternative: logprob}}], found "
+                             f"{str(entry)[:60]!r}")
+        token, logprob, top = entry
+        if not isinstance(token, str) or not _is_number(logprob):
+            raise ValueError(f"logprobs[{i}] must start with a token (string) and its logprob (number), found "
+                             f"{str(entry)[:60]!r}")
+        if not isinstance(top, dict) or not all(isinstance(k, str) and _is_number(v) for k, v in top.items()):
+            raise ValueError(f"logprobs[{i}][2] must map alternative tokens to logprobs (numbers), found "
+                             f"{str(top)[:60]!r}")
+    return value
 
 
 _SOURCES = """
@@ -136,9 +160,20 @@ class CachedRow:
     @staticmethod
     def from_dict(row: dict) -> "CachedRow":
         """A row read from a shipped file; raises ValueError naming what is wrong (missing field, key mismatch)."""
+        if not isinstance(row, dict):
+            raise ValueError(f"a row must be a JSON object, found {type(row).__name__}")
         missing = [f for f in ("key", "model", "template", "request", "text") if f not in row]
         if missing:
             raise ValueError(f"missing field(s) {missing}")
+        for name in ("key", "model", "template", "text"):
+            if not isinstance(row[name], str):
+                raise ValueError(f"{name!r} must be a string, found {type(row[name]).__name__} {row[name]!r}")
+        if not row["model"]:
+            raise ValueError("'model' is empty")
+        for name in ("prompt_tokens", "completion_tokens"):
+            count = row.get(name, 0)
+            if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
+                raise ValueError(f"{name!r} must be a whole number >= 0, found {count!r}")
         material = row["request"]
         if not isinstance(material, dict):
             raise ValueError(f"'request' is not an object: {str(material)[:80]!r}")
@@ -148,8 +183,10 @@ class CachedRow:
         if material.get("model") != row["model"] or material.get("template") != row["template"]:
             raise ValueError("model/template differ from those inside its request")
         logprobs = row.get("logprobs")
+        if logprobs is not None:
+            check_logprobs(logprobs)
         return CachedRow(key=row["key"], model=row["model"], template=row["template"], request=canonical,
-                         text=str(row["text"]),
+                         text=row["text"],
                          logprobs=None if logprobs is None else json.dumps(logprobs, ensure_ascii=False),
                          prompt_tokens=int(row.get("prompt_tokens") or 0),
                          completion_tokens=int(row.get("completion_tokens") or 0))
@@ -185,6 +222,12 @@ def corrupt_cache_error(path: Path, cause: object) -> LLMError:
         f"new cache and makes the calls again. To keep what is still readable, first recover it with the sqlite3 "
         f"shell: `sqlite3 {path}.corrupt .recover | sqlite3 {path}`."
     )
+
+
+def unloadable_row_error(path: Path, key: str, cause: object) -> LLMError:
+    """The error for one cached answer that cannot be loaded: its key, why, and the command that removes it."""
+    return LLMError(f"the cached answer {key} in the LLM response cache {path} cannot be loaded ({cause}). Remove it "
+                    f"and run again (that one request is made again): `superb responses remove {key} --cache {path}`")
 
 
 def _check_file(path: Path) -> None:
@@ -318,7 +361,13 @@ class ResponseCache:
                 )
             return None
         text, logprobs, p_tok, c_tok, latency = row
-        return Completion(text=text, logprobs=_load_logprobs(logprobs), prompt_tokens=p_tok,
+        try:
+            if not isinstance(text, str):
+                raise ValueError(f"its text is {type(text).__name__}, not a string")
+            loaded = _load_logprobs(logprobs)
+        except (ValueError, TypeError) as e:
+            raise unloadable_row_error(self.path, key, e) from None
+        return Completion(text=text, logprobs=loaded, prompt_tokens=p_tok,
                           completion_tokens=c_tok, latency_s=latency, from_cache=True)
 
     def put(self, model: str, request: ChatRequest, completion: Completion) -> bool:
@@ -437,6 +486,22 @@ class ResponseCache:
                 conn.execute("ROLLBACK")
                 raise
             self.writes += len(write)
+
+    def remove(self, keys: Iterable[str]) -> int:
+        """Delete the answers of ``keys`` (and their sources); returns how many were there."""
+        if self._conn is None or self.mode == "read-only":
+            raise LLMError(f"cannot remove responses from {self.path}: the cache is {self.mode!r}")
+        keys = list(keys)
+        removed = 0
+        with self._lock:
+            for key in keys:
+                removed += self._conn.execute("DELETE FROM responses WHERE key = ?", (key,)).rowcount
+                try:
+                    self._conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
+                except sqlite3.OperationalError as e:
+                    if "no such table" not in str(e):
+                        raise
+        return removed
 
     def source_counts(self, keys: Iterable[str]) -> dict[str, int]:
         """How many of ``keys`` came from each imported source; the rest (answered live here) count as "live"."""
