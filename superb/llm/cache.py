@@ -31,6 +31,7 @@ import random
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -40,6 +41,11 @@ from superb.llm.config import CACHE_MODES
 from superb.llm.types import ChatRequest, Completion, TokenLogprob
 
 KEY_VERSION = 1
+
+
+class CacheMiss(LLMError):
+    """A miss in read-only mode. Dry runs and batch exports catch this, and only this: a damaged cache is never a
+    miss."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -212,6 +218,10 @@ def _same_logprobs(a: str | None, b: str | None) -> bool:
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_COLUMNS = ("key", "model", "template", "request", "text", "logprobs", "prompt_tokens", "completion_tokens",
+            "latency_s", "created")
+# the tables superb keeps in a cache file: answers, their sources, batch exports (superb/llm/batch.py), claims
+_TABLES = {"responses", "response_sources", "batch_requests", "batch_exports", "claims"}
 
 
 def corrupt_cache_error(path: Path, cause: object) -> LLMError:
@@ -230,9 +240,19 @@ def unloadable_row_error(path: Path, key: str, cause: object) -> LLMError:
                     f"and run again (that one request is made again): `superb responses remove {key} --cache {path}`")
 
 
+def foreign_cache_error(path: Path, found: str) -> LLMError:
+    """The error for a valid SQLite file that is not a response cache: superb writes nothing into it."""
+    return LLMError(f"the LLM response cache {path} is an SQLite database but not a superb response cache ({found}); "
+                    f"superb will not write into it. Point llm.cache_path (or --cache) at a superb cache file or a new "
+                    f"path, or move the file away: `mv {path} {path}.other`")
+
+
 def _check_file(path: Path) -> None:
     """Refuse a file that is not an SQLite database, or is shorter than its header says (a truncated copy), before
     SQLite reads it: both would otherwise fail later, mid-run, on whichever page is missing."""
+    if path.is_dir():
+        raise LLMError(f"the LLM response cache {path} is a directory, not a file: set llm.cache_path (or --cache) to "
+                       f"a file, e.g. {path / 'llm-cache.sqlite'}, or move the directory away")
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -254,13 +274,27 @@ def _check_file(path: Path) -> None:
                                         f"{page_size} bytes = {pages * page_size} bytes")
 
 
-def _probe(conn: sqlite3.Connection) -> None:
-    """Read the schema and the first row, so a damaged file fails here, at open, rather than mid-run."""
-    try:
-        conn.execute("SELECT key FROM responses LIMIT 1").fetchall()
-    except sqlite3.OperationalError as e:
-        if "no such table" not in str(e):  # no table yet: an empty file opened read-only, every lookup misses
-            raise
+def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a database whose tables are not a response cache's (before superb writes anything into it)."""
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+              if not name.startswith("sqlite_")}
+    others = sorted(tables - _TABLES)
+    if others:
+        raise foreign_cache_error(path, f"it holds the table(s) {', '.join(others[:5])}")
+    if "responses" in tables:
+        columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(responses)"))
+        if columns != _COLUMNS:
+            raise foreign_cache_error(path, f"its table responses has the columns {', '.join(columns)}, not "
+                                            f"{', '.join(_COLUMNS)}")
+
+
+def _probe(conn: sqlite3.Connection, path: Path) -> None:
+    """Read every page (PRAGMA quick_check: about 0.1 s for an 85 MB cache), so a damaged file fails here, at open,
+    rather than mid-run, or in a dry run that would count every damaged answer as a call to pay for."""
+    problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
+    if problems != ["ok"]:
+        found = " ".join(" ".join(problems).split())  # quick_check's report spans lines
+        raise corrupt_cache_error(path, f"database disk image is malformed: {found[:300]}")
 
 
 class _Busy(Exception):
@@ -310,12 +344,16 @@ class ResponseCache:
         conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            _check_schema(conn, self.path)
+            _probe(conn, self.path)
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first opener
             conn.execute("PRAGMA synchronous = NORMAL")
             if self.mode != "read-only":
                 conn.execute(_SCHEMA)
-            _probe(conn)
+        except LLMError:
+            conn.close()
+            raise
         except sqlite3.OperationalError as e:  # locked past busy_timeout, no permission, disk I/O: not corruption
             conn.close()
             if "locked" in str(e) or "busy" in str(e):
@@ -354,7 +392,7 @@ class ResponseCache:
                 self.used.add(key)
         if row is None:
             if self.mode == "read-only":
-                raise LLMError(
+                raise CacheMiss(
                     f"cache miss in read-only mode: template {request.template or '(none)'!r}, model {model!r}, "
                     f"key {key[:12]}, in {self.path}. The prompt or parameters differ from the cached run; "
                     f"use cache = \"normal\" to make the missing calls"
@@ -399,11 +437,25 @@ class ResponseCache:
         Other sqlite3 errors (constraint, API misuse) are bugs and pass unchanged."""
         if type(e) is sqlite3.DatabaseError:  # "database disk image is malformed", "file is not a database"
             raise corrupt_cache_error(self.path, e) from None
+        if isinstance(e, sqlite3.OperationalError) and any(
+                s in str(e) for s in ("no such table", "no such column", "has no column", "columns but")):
+            raise foreign_cache_error(self.path, f"changed since it was opened: {e}") from None
         if isinstance(e, sqlite3.OperationalError):
             raise LLMError(f"cannot {action} the LLM response cache {self.path}: {e}. Check the disk (space, "
                            f"errors) and that no other program holds the file locked, then run again: completed "
                            f"calls are kept") from None
         raise e
+
+    @contextmanager
+    def _locked(self, action: str) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock; a damaged file found here is the error given at open (see _fail)."""
+        with self._lock:
+            if self._conn is None:
+                raise LLMError(f"the LLM response cache {self.path} is closed")
+            try:
+                yield self._conn
+            except sqlite3.DatabaseError as e:
+                self._fail(action, e)
 
     # --- rows in and out (shipped responses, batch results) -------------------------------------------------------
     def used_keys(self) -> list[str]:
@@ -426,8 +478,8 @@ class ResponseCache:
 
     def _rows_chunk(self, keys: list[str]) -> list[CachedRow]:
         marks = ",".join("?" * len(keys))
-        with self._lock:
-            found = {r[0]: CachedRow(*r) for r in self._conn.execute(
+        with self._locked("read") as conn:
+            found = {r[0]: CachedRow(*r) for r in conn.execute(
                 f"SELECT {_ROW_COLUMNS} FROM responses WHERE key IN ({marks})", keys)}
         return [found[k] for k in keys if k in found]
 
@@ -440,8 +492,8 @@ class ResponseCache:
         if self._conn is None or self.mode == "read-only":
             raise LLMError(f"cannot store responses in {self.path}: the cache is {self.mode!r}; use cache = \"normal\"")
         counts = counts if counts is not None else StoreCounts()
-        with self._lock:
-            self._conn.execute(_SOURCES)
+        with self._locked("write") as conn:
+            conn.execute(_SOURCES)
         batch: list[CachedRow] = []
         for row in rows:
             batch.append(row)
@@ -455,8 +507,7 @@ class ResponseCache:
     def _store_chunk(self, rows: list[CachedRow], source: str, replace: bool, counts: StoreCounts) -> None:
         now = time.time()
         marks = ",".join("?" * len(rows))
-        with self._lock:
-            conn = self._conn
+        with self._locked("write") as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 have = {k: (t, lp) for k, t, lp in conn.execute(
@@ -483,7 +534,10 @@ class ResponseCache:
                                  [(r.key, source, now) for r in write])
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:  # a damaged file may refuse the rollback too: the first error is the one
+                    pass
                 raise
             self.writes += len(write)
 
@@ -493,11 +547,11 @@ class ResponseCache:
             raise LLMError(f"cannot remove responses from {self.path}: the cache is {self.mode!r}")
         keys = list(keys)
         removed = 0
-        with self._lock:
+        with self._locked("write") as conn:
             for key in keys:
-                removed += self._conn.execute("DELETE FROM responses WHERE key = ?", (key,)).rowcount
+                removed += conn.execute("DELETE FROM responses WHERE key = ?", (key,)).rowcount
                 try:
-                    self._conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
+                    conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
                 except sqlite3.OperationalError as e:
                     if "no such table" not in str(e):
                         raise
@@ -508,16 +562,16 @@ class ResponseCache:
         counts: dict[str, int] = {}
         if self._conn is None:
             return counts
-        with self._lock:
-            if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'response_sources'").fetchone():
+        with self._locked("read") as conn:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'response_sources'").fetchone():
                 n = sum(1 for _ in keys)
                 return {"live": n} if n else {}
         chunk: list[str] = []
 
         def flush() -> None:
             marks = ",".join("?" * len(chunk))
-            with self._lock:
-                found = dict(self._conn.execute(
+            with self._locked("read") as conn:
+                found = dict(conn.execute(
                     f"SELECT key, source FROM response_sources WHERE key IN ({marks})", chunk).fetchall())
             for k in chunk:
                 src = found.get(k, "live")
@@ -535,8 +589,8 @@ class ResponseCache:
     def __len__(self) -> int:
         if self._conn is None:
             return 0
-        with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        with self._locked("read") as conn:
+            return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
         with self._lock:
