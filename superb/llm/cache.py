@@ -320,8 +320,13 @@ class ResponseCache:
         if mode == "read-only" and not self.path.exists():
             raise LLMError(f"LLM cache {self.path} does not exist, and cache mode is read-only: "
                            f"run once with cache = \"normal\" to fill it, or point llm.cache_path at a filled cache")
+        self.claims = None  # superb.llm.claims.ClaimBook: in "normal" mode, what keeps processes from calling twice
         if mode != "off":
             self._connect(busy_timeout_s)
+        if mode == "normal":
+            from superb.llm.claims import ClaimBook
+
+            self.claims = ClaimBook(self)
 
     def _connect(self, busy_timeout_s: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -593,6 +598,8 @@ class ResponseCache:
             return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
+        if self.claims is not None:
+            self.claims.close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
