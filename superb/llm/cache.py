@@ -17,6 +17,14 @@ same request the same way wherever it is served and whoever asked, and keys are 
 Modes: "normal" (read, write misses), "read-only" (read; a miss raises LLMError naming the template: for exact
 replays), "refresh" (ignore hits, make every call and overwrite), "off" (no reads, no writes).
 
+Opening is the same for every command (run, dry run, responses save/replay, batch, judge) and refuses, naming the
+file and the way out: a directory at the path, bytes that are not SQLite, a copy cut short, damaged pages anywhere
+(``PRAGMA quick_check``, about 0.1 s for 85 MB), an SQLite file with other tables or columns (superb writes nothing
+into it). Damage found later, by any lookup, store or row read, raises the same errors; a cached answer that cannot be
+loaded names its key and ``superb responses remove KEY``. A read-only miss is ``CacheMiss``, the only error a dry run
+or a batch export takes as "not cached". In "normal" mode, ``claims`` (superb/llm/claims.py) keeps two processes on
+one file from sending the same request at once. See docs/integrity.md.
+
 Rows move between caches as dicts (``CachedRow.to_dict``; see superb/llm/ship.py and batch_results.py): every key
 served or written through a ``ResponseCache`` is remembered in ``used`` (the responses a run used), ``rows(keys)``
 reads them back, and ``store_rows`` stores rows from elsewhere (a results folder, a batch result file), recording
