@@ -1,8 +1,9 @@
 """One cache opener (issue 23.4): every command that reads the response cache -- `superb run`, `run --dry-run`,
-`responses save`, `batch export` -- refuses the same damage the same way, before anything is called: garbage bytes, a
-copy cut short, pages overwritten behind an intact header, a valid SQLite file with another schema, a directory at
-the cache path. Damage found mid-run (a lookup in a dry run, shipping the responses) stops cleanly with the same
-error, never a sqlite3 traceback and never a dry run that plans to pay for everything."""
+`responses save`, `batch export`, `responses replay`, `batch import` -- refuses the same damage the same way, before
+anything is called: garbage bytes, a copy cut short, pages overwritten behind an intact header, a valid SQLite file
+with another schema, a directory at the cache path. Damage found mid-run (a lookup in a dry run, shipping the
+responses) stops cleanly with the same error, never a sqlite3 traceback and never a dry run that plans to pay for
+everything."""
 
 from __future__ import annotations
 
@@ -63,6 +64,8 @@ COMMANDS = {
     "dry-run": lambda s, d: ["run", s, "--dry-run"],
     "responses save": lambda s, d: ["responses", "save", s, "--out", str(d / "saved.jsonl.gz")],
     "batch export": lambda s, d: ["batch", "export", s, "--out", str(d / "batch.jsonl")],
+    "responses replay": lambda s, d: ["responses", "replay", str(d / "no-such-folder"), "--spec", s],
+    "batch import": lambda s, d: ["batch", "import", str(d / "no-such-results.jsonl"), "--spec", s],
 }
 
 
