@@ -134,3 +134,25 @@ def test_rows_counts_and_sources_read_from_a_damaged_cache_are_the_named_error(t
                 read()
     finally:
         cache.close()
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["judge --dry-run", "judge"])
+@pytest.mark.parametrize("damage", list(DAMAGE), ids=[d.__name__ for d in DAMAGE])
+def test_judge_refuses_every_kind_of_damage_before_any_call(tmp_path, monkeypatch, capsys, damage, dry_run):
+    from test_judges_cli import responder, toml_value, write_local
+
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    dataset = write_local(tmp_path / "data")
+    cache = tmp_path / "cache.sqlite"
+    damage(cache)
+    with FakeServer(responder=responder) as srv:
+        spec = tmp_path / "judge.toml"
+        spec.write_text("\n".join([
+            'name = "damaged_cache_judges"', "[dataset]", *[f"{k} = {toml_value(v)}" for k, v in dataset.items()],
+            "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]', f'cache_path = "{cache}"',
+            "[judge]", 'fields = ["title"]', "[[judge.variants]]", 'type = "pointwise"']) + "\n")
+        code = main(["judge", str(spec), "--out", str(tmp_path / "out"), *(["--dry-run"] if dry_run else [])])
+        calls = srv.requests
+    err = capsys.readouterr().err
+    assert code == 2 and calls == 0, err
+    assert str(cache) in err and DAMAGE[damage] in err and not (tmp_path / "out").exists()
