@@ -91,3 +91,18 @@ def test_a_row_the_cache_cannot_load_is_named_with_the_command_that_removes_it(d
         before = srv.requests
         assert run(data, srv, cache) == 0
         assert srv.requests - before == 1  # only the removed answer is asked again
+
+
+def test_shipping_a_row_whose_logprobs_are_not_json_names_it(tmp_path):
+    from superb.errors import LLMError
+    from superb.llm import ChatRequest, Completion, ResponseCache
+    from superb.llm.ship import ResponseLog, write_shipped
+
+    path = tmp_path / "cache.sqlite"
+    with ResponseCache(path) as cache:
+        cache.put("m", ChatRequest.chat(None, "q"), Completion(text="yes"))
+        key = cache.used_keys()[0]
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE responses SET logprobs = 'not json' WHERE key = ?", (key,))
+    with pytest.raises(LLMError, match=f"superb responses remove {key} --cache {path}"):
+        write_shipped(ResponseLog(path, (key,)), tmp_path / "responses.jsonl.gz")
