@@ -6,6 +6,12 @@ paths are named) and the same data (differing data files are named by file and s
 model; every selected query is in exactly one shard (duplicate qids are named with their folders, missing qids with
 the shard that holds them); each run holds only its shard's queries.
 
+And what each folder holds is what its shard wrote (:func:`verify_shard`): a provenance.json that is JSON with a
+complete sharding record; every run file well formed ('qid Q0 docno rank score tag', line by line), with rows for every
+query of the shard (but those the shard recorded as having none) and as many rows as the shard wrote; and every file
+with the sha256 its provenance records. A folder cut or edited after it was written is refused, naming the shard, the
+file and the queries (or the line), with the fix: run that shard again.
+
 The merge: topics, qrels and every system's run concatenated in the spec's query order; each pipeline's counters and
 LLM usage summed (from the exact values of the shards' provenance); the shipped responses merged by key (one row per
 key: a key two shards used is kept once, and a key they answered differently is counted as a conflict and keeps the
@@ -15,8 +21,11 @@ one table, with its significance over all queries. Merge reads only the folders:
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import json
+import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +37,8 @@ from superb.errors import DataError
 from superb.shards import SHARD_RULE, Shard, spec_differences, spec_digest
 
 EXAMPLES = 8  # qids or keys named in a message
+RECORD_KEYS = ("shard", "index", "count", "spec_digest", "selection", "qids", "pipelines")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -62,11 +73,23 @@ class ShardFolder:
             raise DataError(f"{path} is missing: {self.path} is not a complete shard folder (run the shard again)")
         return path
 
+    def again(self) -> str:
+        return f"run shard {self.shard.label} again (`superb run SPEC --shard {self.shard.label}`)"
+
+    def systems(self) -> dict[str, str]:
+        path = self.file("systems.json")
+        try:
+            systems = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise DataError(f"{path} is not valid JSON ({e}): {self.name()} is damaged; {self.again()}") from None
+        if not isinstance(systems, dict) or not all(isinstance(v, str) for v in systems.values()):
+            raise DataError(f"{path} does not map system names to run files: {self.name()} is damaged; {self.again()}")
+        return systems
+
     def runs(self) -> dict[str, pd.DataFrame]:
         from superb.results import read_run
 
-        systems = json.loads(self.file("systems.json").read_text(encoding="utf-8"))
-        return {name: read_run(self.file(rel)) for name, rel in systems.items()}
+        return {name: read_run(self.file(rel)) for name, rel in self.systems().items()}
 
     def topics(self) -> pd.DataFrame:
         return pd.read_csv(self.file("topics.tsv"), sep="\t", header=None, names=["qid", "query"], dtype=str,
@@ -84,12 +107,106 @@ def read_shard(path: str | Path) -> ShardFolder:
     if not prov.is_file():
         raise DataError(f"{prov} does not exist: give the folders written by `superb run SPEC --shard i/n` "
                         "(results/NAME.shard-i-of-n)")
-    provenance = json.loads(prov.read_text(encoding="utf-8"))
+    again = "the folder is damaged: run the shard again (`superb run SPEC --shard i/n`)"
+    try:
+        provenance = json.loads(prov.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DataError(f"{prov} is not valid JSON ({e}): {again}") from None
+    if not isinstance(provenance, dict):
+        raise DataError(f"{prov} is not a JSON object (found {type(provenance).__name__}): {again}")
     record = provenance.get("sharding") or {}
+    if not isinstance(record, dict):
+        raise DataError(f"{prov}: its 'sharding' entry is not an object: {again}")
     if "shard" not in record:
         what = "a merged folder" if "merged" in record else "the folder of an unsharded run"
         raise DataError(f"{path} is {what}, not a shard: give the folders written by `superb run SPEC --shard i/n`")
+    missing = [k for k in RECORD_KEYS if k not in record] + [k for k in ("spec",) if not isinstance(
+        provenance.get(k), dict)]
+    wrong = [k for k, kind in (("index", int), ("count", int), ("selection", list), ("qids", list),
+                               ("pipelines", dict)) if k in record and not isinstance(record[k], kind)]
+    if missing or wrong:
+        raise DataError(f"{prov}: its sharding record lacks {missing or 'nothing'} and has the wrong type for "
+                        f"{wrong or 'nothing'}: {again}")
+    try:
+        Shard(record["index"], record["count"])
+    except ValueError as e:
+        raise DataError(f"{prov}: {e}: {again}") from None
     return ShardFolder(path, provenance)
+
+
+def verify_shard(s: ShardFolder) -> bool:
+    """Refuse a shard folder whose files are not what the shard wrote (see the module docstring): each run file
+    line by line and against the shard's queries and row count, then every file against its recorded sha256.
+    Returns False for a folder written before superb recorded row counts and sha256s (checked for form only)."""
+    recorded = "sha256" in s.record
+    for name, rel in s.systems().items():
+        _check_run_file(s, name, rel)
+    topics = set(s.topics()["qid"])
+    if topics != set(s.qids):
+        raise DataError(f"{s.name()}: topics.tsv holds qids {_some(sorted(topics ^ set(s.qids)))} that differ from "
+                        f"the shard's; the file was edited after the shard was written: {s.again()}")
+    for rel, want in (s.record.get("sha256") or {}).items():
+        path = s.path / rel
+        if not path.is_file():
+            raise DataError(f"{s.name()}: {rel} is missing (provenance.json records it): {s.again()}")
+        got = _sha256(path)
+        if got != want:
+            raise DataError(f"{s.name()}: {rel} was changed after the shard was written (sha256 {got[:12]}, "
+                            f"provenance.json records {str(want)[:12]}): {s.again()}, or restore the file")
+    if not recorded:
+        log.warning("%s was written before superb recorded its files' sha256s and its runs' row counts: its files "
+                    "are checked for form only", s.name())
+    return recorded
+
+
+def _check_run_file(s: ShardFolder, name: str, rel: str) -> None:
+    path = s.file(rel)
+    mine, found, rows = set(s.qids), set(), 0
+    fix = f"the file was cut or edited after the shard was written: {s.again()}"
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                parts = line.split()
+                if not (line.endswith("\n") and len(parts) == 6 and _whole(parts[3]) and _finite(parts[4])):
+                    raise DataError(f"{s.name()}: {rel} line {n} is not 'qid Q0 docno rank score tag' "
+                                    f"({line.rstrip()[:80]!r}): {fix}")
+                if parts[0] not in mine:
+                    raise DataError(f"{s.name()}: {rel} line {n} is a row of query {parts[0]!r}, not one of the "
+                                    f"shard's queries: {fix}")
+                found.add(parts[0])
+                rows += 1
+    except UnicodeDecodeError as e:
+        raise DataError(f"{s.name()}: {rel} is not UTF-8 text ({e}): {fix}") from None
+    record = s.record["pipelines"].get(name)
+    if not isinstance(record, dict) or "rows" not in record:
+        return  # a shard of an earlier superb: no row count to check against
+    empty = set(record.get("queries_without_rows") or [])
+    missing = [q for q in s.qids if q not in found and q not in empty]
+    if missing:
+        raise DataError(f"{s.name()}: {rel} (system {name!r}) has no rows for {len(missing)} of the shard's "
+                        f"{len(s.qids)} queries: {_some(missing)}; {fix}")
+    if rows != record["rows"]:
+        raise DataError(f"{s.name()}: {rel} (system {name!r}) holds {rows} rows where the shard wrote "
+                        f"{record['rows']}: {fix}")
+
+
+def _whole(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _finite(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def check_shards(shards: list[ShardFolder]) -> list[str]:
@@ -119,6 +236,8 @@ def check_shards(shards: list[ShardFolder]) -> list[str]:
             raise DataError(f"{s.path} holds qids {_some(s.qids)}, but shard {s.shard.label} of this selection is "
                             f"{_some(expected)} ({SHARD_RULE})")
     _check_coverage(shards, selection)
+    for s in shards:
+        s.provenance["sharding"]["verified"] = "sha256" if verify_shard(s) else "form only"
     return selection
 
 
@@ -236,7 +355,7 @@ def _summary(s: ShardFolder) -> dict[str, Any]:
     return {"folder": str(s.path), "shard": s.shard.label, "queries": len(s.qids),
             "spec_file": s.provenance.get("spec_file"), "project": s.provenance.get("project"),
             "host": s.provenance.get("host"), "endpoints": llm.get("endpoints"),
-            "responses": s.provenance.get("responses")}
+            "responses": s.provenance.get("responses"), "verified": s.record.get("verified")}
 
 
 @dataclass

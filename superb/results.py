@@ -191,6 +191,10 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
     ship_responses(result, out_dir)  # responses.jsonl.gz: the LLM answers used, so the folder re-derives anywhere
     provenance = json.loads(path.read_text(encoding="utf-8"))  # with the shipped responses' summary
+    if "shard" in (provenance.get("sharding") or {}):  # what `superb merge` checks the shard's files against
+        from superb.shards import file_digests
+
+        provenance["sharding"]["sha256"] = file_digests(out_dir)
     files = sorted(str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.is_file())
     provenance["files"] = sorted({*files, "provenance.json"})
     path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")

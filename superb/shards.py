@@ -9,7 +9,8 @@ sample (or n) and the parts change; shards of different selections are refused b
 
 A shard folder is a normal results folder (its table covers the shard's queries only, and says so) whose
 provenance.json carries a ``sharding`` record: the shard, the rule, the digest of the spec (:func:`spec_digest`),
-the spec's whole selection and the shard's qids, and each pipeline's exact counters and LLM usage.
+the spec's whole selection and the shard's qids, each pipeline's exact counters and LLM usage, its run's rows and
+the queries it has no row for, and the sha256 of every file of the folder (:func:`file_digests`).
 ``merge`` (superb/merge.py) reads only the folders: no data set, index or model is needed where it runs.
 """
 
@@ -20,6 +21,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -94,8 +96,8 @@ class Shard:
             "spec_digest": spec_digest(spec.raw),
             "selection": [str(q) for q in selection["qid"]], "qids": [str(q) for q in topics["qid"]],
             "qrels_order": list(pd.unique(qids[qids.isin(chosen)])),
-            "pipelines": {name: {"seconds": pr.seconds, "stats": dict(pr.stats), "usage": dict(pr.usage)}
-                          for name, pr in pipelines.items()},
+            "pipelines": {name: {"seconds": pr.seconds, "stats": dict(pr.stats), "usage": dict(pr.usage),
+                                 **run_record(pr.run, topics)} for name, pr in pipelines.items()},
         }
 
     def table_spec(self, spec: Any, n_queries: int, n_selected: int) -> Any:
@@ -103,6 +105,26 @@ class Shard:
         note = (f"Shard {self.label}: {n_queries} of the {n_selected} selected queries. A partial table: "
                 f"`superb merge` the {self.count} shard folders for the experiment's table.")
         return dataclasses.replace(spec, description=f"{spec.description}\n\n{note}".strip())
+
+
+def run_record(run: pd.DataFrame, topics: pd.DataFrame) -> dict[str, Any]:
+    """What ``merge`` checks a shard's run file against: its rows, and the shard's queries it has no row for (a first
+    stage that found nothing): every other query of the shard must have rows."""
+    found = set(run["qid"].astype(str))
+    return {"rows": int(len(run)), "queries_without_rows": [str(q) for q in topics["qid"] if str(q) not in found]}
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    """sha256 of every file of a finished results folder but provenance.json (which holds them), by relative path:
+    ``merge`` refuses a shard whose files changed after it was written."""
+    out = {}
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.name != "provenance.json"):
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        out[path.relative_to(folder).as_posix()] = h.hexdigest()
+    return out
 
 
 def defining(raw: dict[str, Any]) -> dict[str, Any]:

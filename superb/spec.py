@@ -12,6 +12,7 @@ system before it runs any). Unknown keys are always rejected, never dropped.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -26,6 +27,21 @@ TESTS = ("t", "wilcoxon", "randomization")
 CORRECTIONS = ("holm", "bonferroni", "none")
 SPLITS = ("all", "dev", "test")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.+>@()=,-]*$")
+
+
+def _name_max() -> int:
+    """The file system's longest file name in bytes (NAME_MAX: 255 on Linux, macOS and Windows file systems)."""
+    try:
+        return int(os.pathconf(".", "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows) or no limit reported
+        return 255
+
+
+NAME_MAX = _name_max()
+# What superb adds to a spec name in a file name: results/.NAME.replaced-PID (PIDs up to 7 digits) of a shard folder
+# NAME.shard-I-of-N (I, N up to 3 digits); $SUPERB_HOME/batches/NAME-<12 hex> is shorter.
+SPEC_NAME_ROOM = len("..replaced-") + 7 + len(".shard-999-of-999")
+SYSTEM_NAME_ROOM = len("gain_.png")  # the longest file a system name makes: gain_NAME.png (runs/NAME.run is shorter)
 
 
 @dataclass(frozen=True)
@@ -120,6 +136,7 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     name = typed(raw, "name", str, "")
     if not _NAME_RE.match(name) or "/" in name:
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -), it names results/NAME")
+    check_name_length(name, "name", room=SPEC_NAME_ROOM, what="the results folder results/.NAME.replaced-PID")
     dataset = typed(raw, "dataset", dict, "")
     queries = parse_queries(raw.get("queries", {}))
     evaluation = _parse_evaluation(raw.get("evaluation", {}))
@@ -245,6 +262,8 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
             raise SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got {compare!r}")
         seen[name] = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
                                   baseline=baseline, compare=tuple(compare))
+    for p in seen.values():
+        check_name_length(file_name(p.name), f"{p.path}.name", room=SYSTEM_NAME_ROOM, what="its gain plot gain_NAME.png")
     check_file_names([p.name for p in seen.values()], [f"{p.path}.name" for p in seen.values()])
     for p in seen.values():
         if p.baseline is not None and p.baseline not in seen:
@@ -264,6 +283,16 @@ def file_name(system: str) -> str:
     runs/NAME.run and its gain plot gain_NAME.png in the results folder."""
     name = re.sub(r"\s*>>\s*", "__", system.strip())
     return re.sub(r"[^A-Za-z0-9_.+@=-]+", "_", name).strip("_") or "system"
+
+
+def check_name_length(name: str, path: str, *, room: int, what: str) -> None:
+    """Refuse a name whose file (``what``, ``room`` bytes longer than the name) would pass the file system's NAME_MAX:
+    found when the spec is read, not after the LLM calls, when the results are written."""
+    size = len(name.encode("utf-8"))
+    if size + room > NAME_MAX:
+        raise SpecError(path, f"{name[:40]!r}... is {size} bytes long: {what} would be {size + room} bytes, over the "
+                              f"file system's limit of {NAME_MAX} bytes per file name; use a name of at most "
+                              f"{NAME_MAX - room} bytes (shorter)")
 
 
 def check_file_names(names: list[str], paths: list[str] | None = None) -> None:

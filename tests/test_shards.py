@@ -241,3 +241,69 @@ def test_chorus_pointwise_in_three_shards_from_its_shipped_responses_equals_one_
     assert usage["calls"].sum() == 0 and usage.loc["BM25 >> pointwise", "cache_hits"] > 0  # all from the cache
     assert pd.read_csv(merged / "table.csv")["n_queries"].max() == len(pd.read_csv(whole / "topics.tsv", sep="\t",
                                                                                   header=None))
+
+
+def tampered(folders, tmp_path, index: int = 1) -> Path:
+    """A copy of shard ``index`` of 3, to damage (the fixture's folders stay as written)."""
+    copy = tmp_path / f"copy.shard-{index}-of-3"
+    shutil.copytree(folders["shards"][index - 1], copy)
+    return copy
+
+
+def others(folders, index: int = 1) -> list[Path]:
+    return [s for i, s in enumerate(folders["shards"], 1) if i != index]
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_run_file_missing_one_querys_rows(folders, capsys, tmp_path):
+    """Issue 23.2: with one query's rows deleted from one shard's runs/BM25.run, merge used to exit 0 and BM25
+    nDCG@10 fell from 0.8478 to 0.7033 (below the LLM row). Now refused, naming the shard, the file and the qid."""
+    copy = tampered(folders, tmp_path)
+    run = copy / "runs" / "BM25.run"
+    lines = run.read_text().splitlines(keepends=True)
+    gone = lines[0].split()[0]
+    run.write_text("".join(line for line in lines if line.split()[0] != gone))
+    err = merge_fails(capsys, copy, *others(folders), out=tmp_path / "m")
+    assert str(copy) in err and "runs/BM25.run" in err and gone in err and "no rows" in err
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_run_file_cut_mid_line(folders, capsys, tmp_path):
+    copy = tampered(folders, tmp_path, 2)
+    run = copy / "runs" / "BM25__pointwise.run"
+    text = run.read_text()
+    run.write_text(text[: len(text) - 20])  # the last line loses its score's end and its tag
+    n = len(text.splitlines())
+    err = merge_fails(capsys, copy, *others(folders, 2), out=tmp_path / "m")
+    assert str(copy) in err and "runs/BM25__pointwise.run" in err and f"line {n}" in err
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_file_changed_after_the_shard_was_written(folders, capsys, tmp_path):
+    """Same qids, same number of rows, well-formed lines, a different ranking: only the recorded sha256 sees it."""
+    copy = tampered(folders, tmp_path)
+    run = copy / "runs" / "BM25__shuffle.run"
+    lines = run.read_text().splitlines(keepends=True)
+    a, b = lines[0].split(), lines[1].split()
+    a[2], b[2] = b[2], a[2]  # two products swap places
+    run.write_text(" ".join(a) + "\n" + " ".join(b) + "\n" + "".join(lines[2:]))
+    err = merge_fails(capsys, copy, *others(folders), out=tmp_path / "m")
+    assert str(copy) in err and "runs/BM25__shuffle.run" in err and "sha256" in err and "changed" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["cut", "not an object", "no sharding keys"])
+def test_merge_names_a_damaged_provenance_json(folders, capsys, tmp_path, damage):
+    copy = tampered(folders, tmp_path, 3)
+    prov = copy / "provenance.json"
+    text = prov.read_text()
+    if damage == "cut":
+        prov.write_text(text[: len(text) // 2])
+    elif damage == "not an object":
+        prov.write_text("[1, 2, 3]")
+    else:
+        data = json.loads(text)
+        data["sharding"] = {"shard": "3/3"}
+        prov.write_text(json.dumps(data))
+    err = merge_fails(capsys, *others(folders, 3), copy, out=tmp_path / "m")
+    assert str(prov) in err and "run the shard again" in err and "Traceback" not in err

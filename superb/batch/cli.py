@@ -69,6 +69,11 @@ def register(subparsers: Any) -> None:
     save.add_argument("spec", type=Path)
     save.add_argument("--out", type=Path, required=True, help="the file to write (e.g. results/NAME.partial.jsonl.gz)")
     save.set_defaults(func=_save)
+    remove = rsub.add_parser("remove", help="delete cached answers by key (e.g. one that cannot be loaded); the next "
+                                           "run makes those requests again")
+    remove.add_argument("keys", nargs="+", help="cache keys (64 hex digits, as an error names them)")
+    _cache_args(remove)
+    remove.set_defaults(func=_remove)
     responses.set_defaults(func=lambda args: responses.print_help() or 2)
 
 
@@ -230,6 +235,23 @@ def _replay(args: argparse.Namespace) -> int:
             refused += report.invalid
     print(f"responses are in {path}")
     if refused:
-        print(f"superb: {refused} rows refused (their keys do not match their requests); the valid rows are "
-              f"stored. Exit code {EXIT_UNUSABLE}", file=sys.stderr)
+        print(f"superb: {refused} rows refused (each named above with why: a key that is not its request's sha256, "
+              f"a missing or mistyped field, malformed logprobs, a line that is not JSON); the valid rows are stored. "
+              f"Exit code {EXIT_UNUSABLE}", file=sys.stderr)
     return EXIT_UNUSABLE if refused else 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    import re
+
+    from superb.errors import SuperbError
+    from superb.llm.cache import ResponseCache
+
+    bad = [k for k in args.keys if not re.fullmatch(r"[0-9a-f]{64}", k)]
+    if bad:
+        raise SuperbError(f"not a cache key: {', '.join(map(repr, bad[:5]))} (a key is 64 lower-case hex digits)")
+    path = _cache_path(args)
+    with ResponseCache(path) as cache:
+        removed = cache.remove(args.keys)
+    print(f"removed {removed} of {len(args.keys)} answers from {path}; the next run makes those requests again")
+    return 0

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from superb.errors import LLMError
-from superb.llm.cache import ResponseCache, _canonical, key_of_canonical
+from superb.llm.cache import CacheMiss, ResponseCache, _canonical, key_of_canonical
 from superb.llm.client import _ClientBase, chat_body
 from superb.llm.config import LLMConfig
 from superb.llm.dryrun import PER_MESSAGE_TOKENS, estimate_tokens
@@ -310,7 +310,7 @@ class CollectingClient(_ClientBase):
     async def _complete(self, request: ChatRequest) -> Completion:
         try:
             hit = self._cached(request)
-        except LLMError:  # a read-only cache miss: a request for the batch like any other
+        except CacheMiss:  # a read-only cache miss: a request for the batch like any other
             hit = None
         if hit is not None:
             return hit

@@ -17,6 +17,14 @@ same request the same way wherever it is served and whoever asked, and keys are 
 Modes: "normal" (read, write misses), "read-only" (read; a miss raises LLMError naming the template: for exact
 replays), "refresh" (ignore hits, make every call and overwrite), "off" (no reads, no writes).
 
+Opening is the same for every command (run, dry run, responses save/replay, batch, judge) and refuses, naming the
+file and the way out: a directory at the path, bytes that are not SQLite, a copy cut short, damaged pages anywhere
+(``PRAGMA quick_check``, about 0.1 s for 85 MB), an SQLite file with other tables or columns (superb writes nothing
+into it). Damage found later, by any lookup, store or row read, raises the same errors; a cached answer that cannot be
+loaded names its key and ``superb responses remove KEY``. A read-only miss is ``CacheMiss``, the only error a dry run
+or a batch export takes as "not cached". In "normal" mode, ``claims`` (superb/llm/claims.py) keeps two processes on
+one file from sending the same request at once. See docs/integrity.md.
+
 Rows move between caches as dicts (``CachedRow.to_dict``; see superb/llm/ship.py and batch_results.py): every key
 served or written through a ``ResponseCache`` is remembered in ``used`` (the responses a run used), ``rows(keys)``
 reads them back, and ``store_rows`` stores rows from elsewhere (a results folder, a batch result file), recording
@@ -31,6 +39,7 @@ import random
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -40,6 +49,11 @@ from superb.llm.config import CACHE_MODES
 from superb.llm.types import ChatRequest, Completion, TokenLogprob
 
 KEY_VERSION = 1
+
+
+class CacheMiss(LLMError):
+    """A miss in read-only mode. Dry runs and batch exports catch this, and only this: a damaged cache is never a
+    miss."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -100,7 +114,31 @@ def _dump_logprobs(logprobs: tuple[TokenLogprob, ...] | None) -> str | None:
 def _load_logprobs(raw: str | None) -> tuple[TokenLogprob, ...] | None:
     if raw is None:
         return None
-    return tuple(TokenLogprob(tok, lp, dict(top)) for tok, lp, top in json.loads(raw))
+    return tuple(TokenLogprob(tok, lp, dict(top)) for tok, lp, top in check_logprobs(json.loads(raw)))
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN != NaN
+
+
+def check_logprobs(value: object) -> list:
+    """``value`` if it is what the cache stores as logprobs, a list of [token, logprob, {alternative: logprob}]
+    (strings, numbers that are not NaN); else ValueError naming the first entry that is not."""
+    if not isinstance(value, list):
+        raise ValueError(f"logprobs must be a list of [token, logprob, {{alternative: logprob}}], found "
+                         f"{type(value).__name__} {str(value)[:60]!r}")
+    for i, entry in enumerate(value):
+        if not (isinstance(entry, list) and len(entry) == 3):
+            raise ValueError(f"logprobs[{i}] must be [token, logprob, {{alternative: logprob}}], found "
+                             f"{str(entry)[:60]!r}")
+        token, logprob, top = entry
+        if not isinstance(token, str) or not _is_number(logprob):
+            raise ValueError(f"logprobs[{i}] must start with a token (string) and its logprob (number), found "
+                             f"{str(entry)[:60]!r}")
+        if not isinstance(top, dict) or not all(isinstance(k, str) and _is_number(v) for k, v in top.items()):
+            raise ValueError(f"logprobs[{i}][2] must map alternative tokens to logprobs (numbers), found "
+                             f"{str(top)[:60]!r}")
+    return value
 
 
 _SOURCES = """
@@ -136,9 +174,20 @@ class CachedRow:
     @staticmethod
     def from_dict(row: dict) -> "CachedRow":
         """A row read from a shipped file; raises ValueError naming what is wrong (missing field, key mismatch)."""
+        if not isinstance(row, dict):
+            raise ValueError(f"a row must be a JSON object, found {type(row).__name__}")
         missing = [f for f in ("key", "model", "template", "request", "text") if f not in row]
         if missing:
             raise ValueError(f"missing field(s) {missing}")
+        for name in ("key", "model", "template", "text"):
+            if not isinstance(row[name], str):
+                raise ValueError(f"{name!r} must be a string, found {type(row[name]).__name__} {row[name]!r}")
+        if not row["model"]:
+            raise ValueError("'model' is empty")
+        for name in ("prompt_tokens", "completion_tokens"):
+            count = row.get(name, 0)
+            if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
+                raise ValueError(f"{name!r} must be a whole number >= 0, found {count!r}")
         material = row["request"]
         if not isinstance(material, dict):
             raise ValueError(f"'request' is not an object: {str(material)[:80]!r}")
@@ -148,8 +197,10 @@ class CachedRow:
         if material.get("model") != row["model"] or material.get("template") != row["template"]:
             raise ValueError("model/template differ from those inside its request")
         logprobs = row.get("logprobs")
+        if logprobs is not None:
+            check_logprobs(logprobs)
         return CachedRow(key=row["key"], model=row["model"], template=row["template"], request=canonical,
-                         text=str(row["text"]),
+                         text=row["text"],
                          logprobs=None if logprobs is None else json.dumps(logprobs, ensure_ascii=False),
                          prompt_tokens=int(row.get("prompt_tokens") or 0),
                          completion_tokens=int(row.get("completion_tokens") or 0))
@@ -175,6 +226,10 @@ def _same_logprobs(a: str | None, b: str | None) -> bool:
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_COLUMNS = ("key", "model", "template", "request", "text", "logprobs", "prompt_tokens", "completion_tokens",
+            "latency_s", "created")
+# the tables superb keeps in a cache file: answers, their sources, batch exports (superb/llm/batch.py), claims
+_TABLES = {"responses", "response_sources", "batch_requests", "batch_exports", "claims"}
 
 
 def corrupt_cache_error(path: Path, cause: object) -> LLMError:
@@ -187,9 +242,25 @@ def corrupt_cache_error(path: Path, cause: object) -> LLMError:
     )
 
 
+def unloadable_row_error(path: Path, key: str, cause: object) -> LLMError:
+    """The error for one cached answer that cannot be loaded: its key, why, and the command that removes it."""
+    return LLMError(f"the cached answer {key} in the LLM response cache {path} cannot be loaded ({cause}). Remove it "
+                    f"and run again (that one request is made again): `superb responses remove {key} --cache {path}`")
+
+
+def foreign_cache_error(path: Path, found: str) -> LLMError:
+    """The error for a valid SQLite file that is not a response cache: superb writes nothing into it."""
+    return LLMError(f"the LLM response cache {path} is an SQLite database but not a superb response cache ({found}); "
+                    f"superb will not write into it. Point llm.cache_path (or --cache) at a superb cache file or a new "
+                    f"path, or move the file away: `mv {path} {path}.other`")
+
+
 def _check_file(path: Path) -> None:
     """Refuse a file that is not an SQLite database, or is shorter than its header says (a truncated copy), before
     SQLite reads it: both would otherwise fail later, mid-run, on whichever page is missing."""
+    if path.is_dir():
+        raise LLMError(f"the LLM response cache {path} is a directory, not a file: set llm.cache_path (or --cache) to "
+                       f"a file, e.g. {path / 'llm-cache.sqlite'}, or move the directory away")
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -211,13 +282,27 @@ def _check_file(path: Path) -> None:
                                         f"{page_size} bytes = {pages * page_size} bytes")
 
 
-def _probe(conn: sqlite3.Connection) -> None:
-    """Read the schema and the first row, so a damaged file fails here, at open, rather than mid-run."""
-    try:
-        conn.execute("SELECT key FROM responses LIMIT 1").fetchall()
-    except sqlite3.OperationalError as e:
-        if "no such table" not in str(e):  # no table yet: an empty file opened read-only, every lookup misses
-            raise
+def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a database whose tables are not a response cache's (before superb writes anything into it)."""
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+              if not name.startswith("sqlite_")}
+    others = sorted(tables - _TABLES)
+    if others:
+        raise foreign_cache_error(path, f"it holds the table(s) {', '.join(others[:5])}")
+    if "responses" in tables:
+        columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(responses)"))
+        if columns != _COLUMNS:
+            raise foreign_cache_error(path, f"its table responses has the columns {', '.join(columns)}, not "
+                                            f"{', '.join(_COLUMNS)}")
+
+
+def _probe(conn: sqlite3.Connection, path: Path) -> None:
+    """Read every page (PRAGMA quick_check: about 0.1 s for an 85 MB cache), so a damaged file fails here, at open,
+    rather than mid-run, or in a dry run that would count every damaged answer as a call to pay for."""
+    problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
+    if problems != ["ok"]:
+        found = " ".join(" ".join(problems).split())  # quick_check's report spans lines
+        raise corrupt_cache_error(path, f"database disk image is malformed: {found[:300]}")
 
 
 class _Busy(Exception):
@@ -243,8 +328,13 @@ class ResponseCache:
         if mode == "read-only" and not self.path.exists():
             raise LLMError(f"LLM cache {self.path} does not exist, and cache mode is read-only: "
                            f"run once with cache = \"normal\" to fill it, or point llm.cache_path at a filled cache")
+        self.claims = None  # superb.llm.claims.ClaimBook: in "normal" mode, what keeps processes from calling twice
         if mode != "off":
             self._connect(busy_timeout_s)
+        if mode == "normal":
+            from superb.llm.claims import ClaimBook
+
+            self.claims = ClaimBook(self)
 
     def _connect(self, busy_timeout_s: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -267,12 +357,16 @@ class ResponseCache:
         conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            _check_schema(conn, self.path)
+            _probe(conn, self.path)
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first opener
             conn.execute("PRAGMA synchronous = NORMAL")
             if self.mode != "read-only":
                 conn.execute(_SCHEMA)
-            _probe(conn)
+        except LLMError:
+            conn.close()
+            raise
         except sqlite3.OperationalError as e:  # locked past busy_timeout, no permission, disk I/O: not corruption
             conn.close()
             if "locked" in str(e) or "busy" in str(e):
@@ -311,14 +405,20 @@ class ResponseCache:
                 self.used.add(key)
         if row is None:
             if self.mode == "read-only":
-                raise LLMError(
+                raise CacheMiss(
                     f"cache miss in read-only mode: template {request.template or '(none)'!r}, model {model!r}, "
                     f"key {key[:12]}, in {self.path}. The prompt or parameters differ from the cached run; "
                     f"use cache = \"normal\" to make the missing calls"
                 )
             return None
         text, logprobs, p_tok, c_tok, latency = row
-        return Completion(text=text, logprobs=_load_logprobs(logprobs), prompt_tokens=p_tok,
+        try:
+            if not isinstance(text, str):
+                raise ValueError(f"its text is {type(text).__name__}, not a string")
+            loaded = _load_logprobs(logprobs)
+        except (ValueError, TypeError) as e:
+            raise unloadable_row_error(self.path, key, e) from None
+        return Completion(text=text, logprobs=loaded, prompt_tokens=p_tok,
                           completion_tokens=c_tok, latency_s=latency, from_cache=True)
 
     def put(self, model: str, request: ChatRequest, completion: Completion) -> bool:
@@ -350,11 +450,25 @@ class ResponseCache:
         Other sqlite3 errors (constraint, API misuse) are bugs and pass unchanged."""
         if type(e) is sqlite3.DatabaseError:  # "database disk image is malformed", "file is not a database"
             raise corrupt_cache_error(self.path, e) from None
+        if isinstance(e, sqlite3.OperationalError) and any(
+                s in str(e) for s in ("no such table", "no such column", "has no column", "columns but")):
+            raise foreign_cache_error(self.path, f"changed since it was opened: {e}") from None
         if isinstance(e, sqlite3.OperationalError):
             raise LLMError(f"cannot {action} the LLM response cache {self.path}: {e}. Check the disk (space, "
                            f"errors) and that no other program holds the file locked, then run again: completed "
                            f"calls are kept") from None
         raise e
+
+    @contextmanager
+    def _locked(self, action: str) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock; a damaged file found here is the error given at open (see _fail)."""
+        with self._lock:
+            if self._conn is None:
+                raise LLMError(f"the LLM response cache {self.path} is closed")
+            try:
+                yield self._conn
+            except sqlite3.DatabaseError as e:
+                self._fail(action, e)
 
     # --- rows in and out (shipped responses, batch results) -------------------------------------------------------
     def used_keys(self) -> list[str]:
@@ -377,8 +491,8 @@ class ResponseCache:
 
     def _rows_chunk(self, keys: list[str]) -> list[CachedRow]:
         marks = ",".join("?" * len(keys))
-        with self._lock:
-            found = {r[0]: CachedRow(*r) for r in self._conn.execute(
+        with self._locked("read") as conn:
+            found = {r[0]: CachedRow(*r) for r in conn.execute(
                 f"SELECT {_ROW_COLUMNS} FROM responses WHERE key IN ({marks})", keys)}
         return [found[k] for k in keys if k in found]
 
@@ -391,8 +505,8 @@ class ResponseCache:
         if self._conn is None or self.mode == "read-only":
             raise LLMError(f"cannot store responses in {self.path}: the cache is {self.mode!r}; use cache = \"normal\"")
         counts = counts if counts is not None else StoreCounts()
-        with self._lock:
-            self._conn.execute(_SOURCES)
+        with self._locked("write") as conn:
+            conn.execute(_SOURCES)
         batch: list[CachedRow] = []
         for row in rows:
             batch.append(row)
@@ -406,8 +520,7 @@ class ResponseCache:
     def _store_chunk(self, rows: list[CachedRow], source: str, replace: bool, counts: StoreCounts) -> None:
         now = time.time()
         marks = ",".join("?" * len(rows))
-        with self._lock:
-            conn = self._conn
+        with self._locked("write") as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 have = {k: (t, lp) for k, t, lp in conn.execute(
@@ -434,25 +547,44 @@ class ResponseCache:
                                  [(r.key, source, now) for r in write])
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:  # a damaged file may refuse the rollback too: the first error is the one
+                    pass
                 raise
             self.writes += len(write)
+
+    def remove(self, keys: Iterable[str]) -> int:
+        """Delete the answers of ``keys`` (and their sources); returns how many were there."""
+        if self._conn is None or self.mode == "read-only":
+            raise LLMError(f"cannot remove responses from {self.path}: the cache is {self.mode!r}")
+        keys = list(keys)
+        removed = 0
+        with self._locked("write") as conn:
+            for key in keys:
+                removed += conn.execute("DELETE FROM responses WHERE key = ?", (key,)).rowcount
+                try:
+                    conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
+                except sqlite3.OperationalError as e:
+                    if "no such table" not in str(e):
+                        raise
+        return removed
 
     def source_counts(self, keys: Iterable[str]) -> dict[str, int]:
         """How many of ``keys`` came from each imported source; the rest (answered live here) count as "live"."""
         counts: dict[str, int] = {}
         if self._conn is None:
             return counts
-        with self._lock:
-            if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'response_sources'").fetchone():
+        with self._locked("read") as conn:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'response_sources'").fetchone():
                 n = sum(1 for _ in keys)
                 return {"live": n} if n else {}
         chunk: list[str] = []
 
         def flush() -> None:
             marks = ",".join("?" * len(chunk))
-            with self._lock:
-                found = dict(self._conn.execute(
+            with self._locked("read") as conn:
+                found = dict(conn.execute(
                     f"SELECT key, source FROM response_sources WHERE key IN ({marks})", chunk).fetchall())
             for k in chunk:
                 src = found.get(k, "live")
@@ -470,10 +602,12 @@ class ResponseCache:
     def __len__(self) -> int:
         if self._conn is None:
             return 0
-        with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        with self._locked("read") as conn:
+            return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
+        if self.claims is not None:
+            self.claims.close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

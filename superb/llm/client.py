@@ -270,6 +270,20 @@ class LLMClient(_ClientBase):
 
     # --- one request ---------------------------------------------------------------------------------------------------
     async def _fetch(self, request: ChatRequest) -> Completion:
+        claims = getattr(self.cache, "claims", None)
+        if claims is None:
+            return await self._fetch_now(request)
+        # another process on the same cache may be asking the same request: claim it first (superb/llm/claims.py)
+        completion, by_other = await claims.fetch(cache_key(self.model, request), self.model, request,
+                                                  lambda: self._fetch_now(request))
+        if by_other:
+            self.usage.record(request.tag, self.model, cache_hits=1, saved_prompt_tokens=completion.prompt_tokens,
+                              saved_completion_tokens=completion.completion_tokens)
+        if isinstance(getattr(self, "info", None), dict):
+            self.info["claims"] = claims.summary()
+        return completion
+
+    async def _fetch_now(self, request: ChatRequest) -> Completion:
         completion = await self._call(request)
         if self.cache is not None:
             self.cache.put(self.model, request, completion)

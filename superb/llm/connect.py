@@ -171,7 +171,7 @@ def open_for_spec(table: dict[str, Any] | None, stack: ExitStack, *, dry_run: bo
 
     cache = None
     cache_file = Path(config.cache_path or paths.llm_cache_path())
-    if config.cache in ("normal", "read-only") and cache_file.is_file():
+    if config.cache in ("normal", "read-only") and cache_file.exists():  # a directory there is refused, not skipped
         cache = stack.enter_context(ResponseCache(cache_file, "read-only"))
     client = stack.enter_context(DryRunClient(config, cache=cache))
     return client, {"model": client.model, "endpoint": "dry-run",

@@ -21,8 +21,7 @@ import asyncio
 import json
 import urllib.request
 
-from superb.errors import LLMError
-from superb.llm.cache import ResponseCache, cache_key
+from superb.llm.cache import CacheMiss, ResponseCache, cache_key
 from superb.llm.client import _ClientBase
 from superb.llm.config import LLMConfig
 from superb.llm.types import ChatRequest, Completion
@@ -56,7 +55,7 @@ class DryRunClient(_ClientBase):
     def _cached(self, request: ChatRequest) -> Completion | None:
         try:
             return super()._cached(request)
-        except LLMError:  # a read-only cache miss: in a dry run, that is just a call the real run would make
+        except CacheMiss:  # a read-only cache miss: in a dry run, that is just a call the real run would make
             return None
 
     async def _fetch(self, request: ChatRequest) -> Completion:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from superb.errors import SuperbError
-from superb.llm.cache import CachedRow, ResponseCache, StoreCounts
+from superb.llm.cache import CachedRow, ResponseCache, StoreCounts, unloadable_row_error
 
 SHIPPED_FILE = "responses.jsonl.gz"
 PART_BYTES = 4_000_000  # compressed bytes after which the writer starts the next part (files stay under 5 MB)
@@ -64,11 +64,19 @@ def write_shipped(log: ResponseLog, path: Path) -> dict[str, Any]:
     provenance: rows, keys missing from the cache, sha256 of the file, and the rows' sources."""
     path = Path(path)
     with ResponseCache(log.cache_path, "read-only") as cache:
-        written = write_lines(path, (row_line(row.to_dict()) for row in cache.rows(log.keys)))
+        written = write_lines(path, (row_line(_loaded(row, cache.path)) for row in cache.rows(log.keys)))
         sources = cache.source_counts(log.keys)
     missing = len(log.keys) - written
     return {"file": path.name, "rows": written, "missing_from_cache": missing, "sha256": _sha256(path),
             "sources": sources}
+
+
+def _loaded(row: CachedRow, cache_path: Path) -> dict[str, Any]:
+    """The row as a dict; a row whose request or logprobs are not JSON is named with the command that removes it."""
+    try:
+        return row.to_dict()
+    except ValueError as e:
+        raise unloadable_row_error(Path(cache_path), row.key, e) from None
 
 
 def row_line(row: dict[str, Any]) -> str:
