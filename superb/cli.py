@@ -28,15 +28,26 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    try:
-        return int(args.func(args) or 0)
-    except SuperbError as exc:
-        print(f"superb: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("superb: interrupted; completed LLM calls are cached, run the same command again to resume",
-              file=sys.stderr)
-        return 130
+    from superb import interrupt
+
+    with interrupt.handling():
+        try:
+            status: int | None = int(args.func(args) or 0)
+        except KeyboardInterrupt:
+            status = None
+        except SuperbError as exc:
+            if not interrupt.requested():
+                print(f"superb: error: {exc}", file=sys.stderr)
+                return 2
+            status = None  # an error of the interrupted work's unwinding: the interrupt is what happened
+        if status is None:
+            if argv is None:  # the `superb` command owns its process: end it without interpreter shutdown, which
+                interrupt.exit_now()  # would release the embedded server and join threads (superb/interrupt.py)
+            print(interrupt.MESSAGE, file=sys.stderr)
+            return 130
+        if argv is None and interrupt.requested():  # a command that ended on Ctrl-C by itself (`superb llm serve`)
+            interrupt.exit_now(status=status, line=None)
+        return status
 
 
 def build_parser() -> argparse.ArgumentParser:
