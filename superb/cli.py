@@ -135,6 +135,12 @@ def dry_run_report(result) -> str:
     if bounded:
         lines.append(f"{bounded} of them are a lower bound: a reranker of those systems chooses its next question from "
                      "the answers, which a dry run does not have (bench/rerankers.py counts them on valid answers)")
+    unjudged = result.query_checks.get("selected_queries_without_qrels", 0)
+    if unjudged:
+        done = ("not run ([queries] unjudged = \"skip\"): no call counted for them"
+                if result.query_checks.get("unjudged_queries") == "skip" else
+                "run ([queries] unjudged = \"run\"): their calls are counted above, their scores not evaluated")
+        lines.append(f"{unjudged} selected queries have no relevance labels: {done}")
     return "\n".join(lines)
 
 
