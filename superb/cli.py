@@ -199,8 +199,34 @@ def _cmd_compare(args) -> int:
     except FileNotFoundError as exc:
         raise SuperbError(str(exc)) from exc
     names = (args.a.name, args.b.name)
-    print(format_side_by_side(side_by_side(a, b, names=names, measures=args.measure), names))
+    measures = None if not args.measure else [compared_measure(m, set(a["measure"]) | set(b["measure"]))
+                                              for m in args.measure]
+    print(format_side_by_side(side_by_side(a, b, names=names, measures=measures), names))
     return 0
+
+
+def compared_measure(name: str, known: set[str]) -> str:
+    """The table's name for ``--measure name``: itself, or the one measure it names once the binary threshold is set
+    (a spec's ``P@5`` is written ``P(rel=2)@5`` on a data set whose threshold is 2); else a SuperbError listing them."""
+    import ir_measures
+
+    if name in known:
+        return name
+
+    def key(text: str, keep_rel: bool):
+        try:
+            m = ir_measures.parse_measure(text)
+        except Exception:  # noqa: BLE001 - ir_measures raises NameError, ValueError, AssertionError... on bad names
+            return None
+        return m.NAME, tuple(sorted((k, v) for k, v in m.params.items() if keep_rel or k != "rel"))
+
+    explicit = "rel" in name
+    wanted = key(name, keep_rel=explicit)
+    same = sorted(k for k in known if wanted is not None and key(k, keep_rel=explicit) == wanted)
+    if len(same) == 1:
+        return same[0]
+    why = f"it could be any of {same}" if same else "it is in neither table"
+    raise SuperbError(f"--measure {name!r}: {why}; the tables have {', '.join(sorted(known))}")
 
 
 if __name__ == "__main__":

@@ -137,6 +137,10 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
 
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
+    if spec.llm is not None and not spec.uses_llm:  # checked although no pipeline calls it: a typo is still a typo
+        from superb.llm.connect import check_table
+
+        check_table(spec.llm)
     dataset = load_dataset(spec.dataset, path="dataset")
     qrels = all_qrels = dataset.qrels()
     check_levels(spec, dataset, all_qrels)

@@ -230,6 +230,7 @@ def _replay(args: argparse.Namespace) -> int:
             refused += report.invalid
     print(f"responses are in {path}")
     if refused:
-        print(f"superb: {refused} rows refused (their keys do not match their requests); the valid rows are "
-              f"stored. Exit code {EXIT_UNUSABLE}", file=sys.stderr)
+        print(f"superb: {refused} rows refused (each reason is listed above: not JSON, a malformed row, or a key "
+              f"that does not match its request); the valid rows are stored. Exit code {EXIT_UNUSABLE}",
+              file=sys.stderr)
     return EXIT_UNUSABLE if refused else 0
