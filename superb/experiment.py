@@ -193,16 +193,35 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
 
     systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
     paths = {p.name: p.path for p in pipelines}
+    first_stages = {p.name for p in pipelines if p.first_stage is not None}
     results: dict[str, PipelineResult] = {}
     for name, system in systems.items():
         t0 = time.perf_counter()
         before = _usage_dict(llm)
         run = _checked_run(system.pipeline(topics), name, paths[name])
-        results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=system.stats(),
+        stats = system.stats()
+        if name in first_stages:
+            stats.update(_queries_without_results(name, topics, run))
+        results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=stats,
                                        usage=_usage_delta(before, _usage_dict(llm)),
                                        calls_depend_on_answers=system.calls_depend_on_answers())
         log.info("pipeline %s: %d rows in %.1f s", name, len(run), results[name].seconds)
     return results
+
+
+def _queries_without_results(name: str, topics: pd.DataFrame, run: pd.DataFrame) -> dict[str, int]:
+    """A first stage that retrieves nothing for a query (its terms match no product) leaves it to score 0 on every
+    measure, and nothing for its rerankers: warned, and counted (usage.csv ``stat:queries_without_results``, a column
+    only when some query has none)."""
+    missing = sorted(set(topics["qid"]) - set(run["qid"]))
+    if not missing:
+        return {}
+    texts = topics.set_index("qid")["query"]
+    shown = ", ".join(f"{q} ({texts.get(q, '')!r})" for q in missing[:5]) + \
+        (f", ... ({len(missing) - 5} more)" if len(missing) > 5 else "")
+    log.warning("pipeline %r retrieved nothing for %d of the %d queries: %s; they score 0 on every measure "
+                "(check the query text, or the fields indexed)", name, len(missing), len(topics), shown)
+    return {"queries_without_results": len(missing)}
 
 
 def _checked_run(run: pd.DataFrame, name: str, path: str) -> pd.DataFrame:

@@ -135,3 +135,18 @@ def test_the_option_is_checked():
     with pytest.raises(SpecError, match=r"queries.*unjudged"):  # a judge spec has no such option
         parse_judge_spec({"name": "x", "dataset": {"name": "chorus"}, "queries": {"unjudged": "run"},
                           "judge": {"type": "pointwise"}})
+
+
+def test_a_query_the_first_stage_finds_nothing_for_is_warned_and_counted(folder, capsys, caplog):
+    """Issue 23.10: "zebra" matches no product; before, it scored 0 with only stat:no_results in usage.csv."""
+    caplog.set_level(logging.WARNING)
+    with open(folder / "queries.tsv", "a") as f:
+        f.write("4\tzebra\n")
+    with open(folder / "qrels.txt", "a") as f:
+        f.write("4 0 d4 1\n")
+    with FakeServer(responder=yes) as srv:
+        assert main(["run", spec(folder, srv.base_url), "--out", str(folder / "out")]) == 0
+    assert "pipeline 'BM25' retrieved nothing for 1 of the 3 queries: 4 ('zebra')" in caplog.text
+    usage = (folder / "out" / "usage.csv").read_text().splitlines()
+    header, bm25 = usage[0].split(","), next(r for r in usage[1:] if r.startswith("BM25,")).split(",")
+    assert float(bm25[header.index("stat:queries_without_results")]) == 1  # NaN for the reranker row
