@@ -183,10 +183,14 @@ def _cmd_merge(args) -> int:
 
 
 def _cmd_show(args) -> int:
+    """table.md of a `superb run` folder; agreement.md and pairwise.md of a `superb judge` folder."""
     path = args.result / "table.md"
-    if not path.is_file():
-        raise SuperbError(f"{path} does not exist: give a folder written by `superb run` (e.g. results/NAME)")
-    print(path.read_text(encoding="utf-8"))
+    shown = [path] if path.is_file() else [args.result / n for n in ("agreement.md", "pairwise.md")
+                                           if (args.result / n).is_file()]
+    if not shown:
+        raise SuperbError(f"{path} does not exist: give a folder written by `superb run` or `superb judge` "
+                          "(e.g. results/NAME)")
+    print("\n".join(p.read_text(encoding="utf-8") for p in shown))
     return 0
 
 

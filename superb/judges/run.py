@@ -192,11 +192,16 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
         _rater_heatmaps(ratings, dataset.labels, out, spec.name)
     table = agreement_frame(rows)
     table.to_csv(out / "agreement.csv", index=False)
-    scope = f"{len(pool)} judged pairs" if spec.variants else \
-        f"no LLM judge (human ceiling on {len(ratings) if ratings is not None else 0} rated pairs)"
+    if spec.variants:
+        scope = f"{len(pool)} judged pairs"
+    elif spec.pairwise:  # a pairwise-only spec: its results are pairwise.md's (issue 23.10)
+        scope = ("no per-product judge: this spec runs the pairwise study, whose results are in pairwise.md"
+                 + (f"; below, the human ceiling on {len(ratings)} rated pairs" if ratings is not None else ""))
+    else:
+        scope = f"no LLM judge (human ceiling on {len(ratings) if ratings is not None else 0} rated pairs)"
     header = f"# {spec.name}\n\n{spec.description}\n\n{len(topics)} queries, {scope}, data set {dataset.name}, " \
              f"binary threshold {rel}.\n\n"
-    (out / "agreement.md").write_text(header + format_markdown(table), encoding="utf-8")
+    (out / "agreement.md").write_text(header + (format_markdown(table) if len(table) else ""), encoding="utf-8")
     if spec.label_study is not None:
         from superb.judges.study_run import run_label_study
 
@@ -287,7 +292,9 @@ def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out
         body += (f"P(first preferred) from label probabilities (template {next(iter(meta.values()))['template']}), "
                  f"both orders asked: a rule decides where its margin is above the threshold (both orders agree: "
                  f"both lean to one side by more than it; mean: their mean does). Pairs with an order unanswered "
-                 f"(never decided): {no_answer}. Curve: pairwise_curve.csv, plot: pairwise_pr.png.\n\n"
+                 f"(never decided): {no_answer}. The table reads the curve at 0 and at the margins below which "
+                 f"25, 50, 75 and 90% of the model's margins lie; the whole curve: pairwise_curve.csv, plot: "
+                 f"pairwise_pr.png.\n\n"
                  + format_tables(at_thresholds(curves), table))
         info["probability"] = meta
     elif table is not None:
