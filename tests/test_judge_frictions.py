@@ -73,3 +73,69 @@ def test_wands_spec_reads_superb_home_and_states_a_measured_time(tmp_path, monke
     (tmp_path / "home" / "data").mkdir(parents=True)
     write_wands(tmp_path / "home" / "data" / "wands")
     assert len(load_dataset(spec.dataset).topics()) == 3
+
+
+def _pairs_spec(folder: Path, url: str, extra: str = "") -> Path:
+    from test_judges_pairwise_study import write_wands
+
+    if not (folder / "wands").exists():
+        write_wands(folder / "wands")
+    (folder / "pairs.tsv").write_text("qid\tdocno_a\tdocno_b\n0\tp3\tp1\n0\tp1\tp2\n0\tp1\tp4\n0\tp1\tp9\n"
+                                      "2\tp1\tp5\n7\tp1\tp5\n")
+    spec = folder / "pairs.toml"
+    spec.write_text("\n".join([
+        'name = "given_pairs"', "[dataset]", 'name = "wands"', f'path = "{folder / "wands"}"',
+        "[llm]", 'model = "fake-model"', f'base_urls = ["{url}"]', 'cache = "off"',
+        "[pairwise_study]", f'pairs = "{folder / "pairs.tsv"}"', 'choices = ["forced"]',
+        'fields = { name = ["title"] }', extra]) + "\n")
+    return spec
+
+
+def test_the_pairwise_study_asks_a_given_list_of_pairs_in_its_order(tmp_path, monkeypatch, capsys):
+    """Before: [pairwise_study] sampled its own pairs (47 of 100 given pairs were asked) and flipped their order."""
+    from test_judges_pairwise_study import responder
+
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SUPERB_PROGRESS", "0")
+    with FakeServer(responder=responder) as srv:
+        assert main(["judge", str(_pairs_spec(tmp_path, srv.base_url)), "--out", str(tmp_path / "out")]) == 0
+        assert srv.requests == 3 * 2  # three askable pairs, both orders
+    pairs = pd.read_csv(tmp_path / "out" / "pairwise_pairs.tsv", sep="\t", dtype=str)
+    assert list(zip(pairs["qid"], pairs["docno_a"], pairs["docno_b"], pairs["human"])) == [
+        ("0", "p3", "p1", "B"), ("0", "p1", "p2", "A"), ("2", "p1", "p5", "A")]
+    md = (tmp_path / "out" / "pairwise.md").read_text()
+    assert "3 of the 6 pairs of" in md and "its docno_a shown first" in md
+    assert "left out: 1 outside the selected queries, 1 with a product without" in md and "1 with equal grades" in md
+
+
+def test_a_seeded_order_is_recorded_and_repeats(tmp_path, monkeypatch, capsys):
+    from test_judges_pairwise_study import responder
+
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SUPERB_PROGRESS", "0")
+    orders = []
+    with FakeServer(responder=responder) as srv:
+        for k in range(2):
+            spec = _pairs_spec(tmp_path, srv.base_url, 'order = "seeded"\nseed = 3')
+            assert main(["judge", str(spec), "--out", str(tmp_path / f"out{k}")]) == 0
+            pairs = pd.read_csv(tmp_path / f"out{k}" / "pairwise_pairs.tsv", sep="\t", dtype=str)
+            orders.append(list(zip(pairs["docno_a"], pairs["docno_b"])))
+    assert orders[0] == orders[1]
+    assert {frozenset(p) for p in orders[0]} == {frozenset(("p1", "p3")), frozenset(("p1", "p2")),
+                                                 frozenset(("p1", "p5"))}
+    prov = json.loads((tmp_path / "out0" / "provenance.json").read_text())
+    assert prov["variants"]["pairwise_study"]["sampling"]["order"] == "seeded"
+    assert "decided by a coin with seed 3" in (tmp_path / "out0" / "pairwise.md").read_text()
+
+
+def test_pairs_and_n_pairs_are_exclusive():
+    import pytest
+
+    from superb.errors import SpecError
+    from superb.judges.spec import parse_judge_spec
+
+    with pytest.raises(SpecError, match=r"pairwise_study\.n_pairs: give either pairs"):
+        parse_judge_spec({"name": "x", "dataset": {"name": "wands"},
+                          "pairwise_study": {"pairs": "p.tsv", "n_pairs": 5}})
+    with pytest.raises(SpecError, match=r"pairwise_study\.order: 'given'"):
+        parse_judge_spec({"name": "x", "dataset": {"name": "wands"}, "pairwise_study": {"order": "given"}})
