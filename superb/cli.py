@@ -28,15 +28,26 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    try:
-        return int(args.func(args) or 0)
-    except SuperbError as exc:
-        print(f"superb: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("superb: interrupted; completed LLM calls are cached, run the same command again to resume",
-              file=sys.stderr)
-        return 130
+    from superb import interrupt
+
+    with interrupt.handling():
+        try:
+            status: int | None = int(args.func(args) or 0)
+        except KeyboardInterrupt:
+            status = None
+        except SuperbError as exc:
+            if not interrupt.requested():
+                print(f"superb: error: {exc}", file=sys.stderr)
+                return 2
+            status = None  # an error of the interrupted work's unwinding: the interrupt is what happened
+        if status is None:
+            if argv is None:  # the `superb` command owns its process: end it without interpreter shutdown, which
+                interrupt.exit_now()  # would release the embedded server and join threads (superb/interrupt.py)
+            print(interrupt.MESSAGE, file=sys.stderr)
+            return 130
+        if argv is None and interrupt.requested():  # a command that ended on Ctrl-C by itself (`superb llm serve`)
+            interrupt.exit_now(status=status, line=None)
+        return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -134,6 +145,12 @@ def dry_run_report(result) -> str:
     if bounded:
         lines.append(f"{bounded} of them are a lower bound: a reranker of those systems chooses its next question from "
                      "the answers, which a dry run does not have (bench/rerankers.py counts them on valid answers)")
+    unjudged = result.query_checks.get("selected_queries_without_qrels", 0)
+    if unjudged:
+        done = ("not run ([queries] unjudged = \"skip\"): no call counted for them"
+                if result.query_checks.get("unjudged_queries") == "skip" else
+                "run ([queries] unjudged = \"run\"): their calls are counted above, their scores not evaluated")
+        lines.append(f"{unjudged} selected queries have no relevance labels: {done}")
     return "\n".join(lines)
 
 
@@ -192,10 +209,14 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_show(args) -> int:
+    """table.md of a `superb run` folder; agreement.md and pairwise.md of a `superb judge` folder."""
     path = args.result / "table.md"
-    if not path.is_file():
-        raise SuperbError(f"{path} does not exist: give a folder written by `superb run` (e.g. results/NAME)")
-    print(path.read_text(encoding="utf-8"))
+    shown = [path] if path.is_file() else [args.result / n for n in ("agreement.md", "pairwise.md")
+                                           if (args.result / n).is_file()]
+    if not shown:
+        raise SuperbError(f"{path} does not exist: give a folder written by `superb run` or `superb judge` "
+                          "(e.g. results/NAME)")
+    print("\n".join(p.read_text(encoding="utf-8") for p in shown))
     return 0
 
 
@@ -208,8 +229,34 @@ def _cmd_compare(args) -> int:
     except FileNotFoundError as exc:
         raise SuperbError(str(exc)) from exc
     names = (args.a.name, args.b.name)
-    print(format_side_by_side(side_by_side(a, b, names=names, measures=args.measure), names))
+    measures = None if not args.measure else [compared_measure(m, set(a["measure"]) | set(b["measure"]))
+                                              for m in args.measure]
+    print(format_side_by_side(side_by_side(a, b, names=names, measures=measures), names))
     return 0
+
+
+def compared_measure(name: str, known: set[str]) -> str:
+    """The table's name for ``--measure name``: itself, or the one measure it names once the binary threshold is set
+    (a spec's ``P@5`` is written ``P(rel=2)@5`` on a data set whose threshold is 2); else a SuperbError listing them."""
+    import ir_measures
+
+    if name in known:
+        return name
+
+    def key(text: str, keep_rel: bool):
+        try:
+            m = ir_measures.parse_measure(text)
+        except Exception:  # noqa: BLE001 - ir_measures raises NameError, ValueError, AssertionError... on bad names
+            return None
+        return m.NAME, tuple(sorted((k, v) for k, v in m.params.items() if keep_rel or k != "rel"))
+
+    explicit = "rel" in name
+    wanted = key(name, keep_rel=explicit)
+    same = sorted(k for k in known if wanted is not None and key(k, keep_rel=explicit) == wanted)
+    if len(same) == 1:
+        return same[0]
+    why = f"it could be any of {same}" if same else "it is in neither table"
+    raise SuperbError(f"--measure {name!r}: {why}; the tables have {', '.join(sorted(known))}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ EXIT_ERROR = 2
 EXIT_LLM_FAILURES = 3
 EXIT_INTERRUPTED = 130
 
-_COUNTS = ("calls", "cache_hits", "failures", "dry_run")
+_COUNTS = ("calls", "cache_hits", "failures", "dry_run", "coalesced")
 
 
 def llm_exit_code(llm_spec: Mapping[str, Any] | None, usage: Mapping[str, Any] | None) -> int:
@@ -31,14 +31,18 @@ def llm_exit_code(llm_spec: Mapping[str, Any] | None, usage: Mapping[str, Any] |
         return EXIT_OK
     from superb.llm import LLMConfig
 
-    calls, hits, failures, not_called = (totals.get(k, 0) for k in _COUNTS)
+    calls, hits, failures, not_called, coalesced = (totals.get(k, 0) for k in _COUNTS)
+    # a request identical to one in flight waits for its answer (coalesced): a request all the same, which a cached
+    # re-run counts as a cache hit, so the totals of a live run and of its re-run agree
+    requests = calls + hits + coalesced
     if not_called:  # a cache-only client (--from-cache): its "calls" are the misses it answered with "missing"
-        print(f"superb: LLM requests: {calls + hits} ({hits} from the cache, {not_called} not in the cache and not "
+        print(f"superb: LLM requests: {requests} ({hits} from the cache, {not_called} not in the cache and not "
               f"called: counted as missing), no call made", file=sys.stderr)
         return EXIT_OK
-    print(f"superb: LLM requests: {calls + hits} ({calls} calls made, {hits} from the cache), {failures} failed",
+    same = f", {coalesced} answered by an identical request in flight" if coalesced else ""
+    print(f"superb: LLM requests: {requests} ({calls} calls made, {hits} from the cache{same}), {failures} failed",
           file=sys.stderr)
-    excess = LLMConfig.from_spec(dict(llm_spec or {})).failure_excess(failures, calls + hits)
+    excess = LLMConfig.from_spec(dict(llm_spec or {})).failure_excess(failures, requests)
     if excess is None:
         return EXIT_OK
     print(f"superb: {excess}. The results are written, but scores with fallbacks are not the method's; see the "

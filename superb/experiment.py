@@ -43,6 +43,7 @@ class ExperimentResult:
     timings: dict[str, float]
     responses: Any = None  # superb.llm.ship.ResponseLog: the cached answers this run used (shipped with results)
     sharding: dict[str, Any] | None = None  # a shard's or a merge's record (superb/shards.py, superb/merge.py)
+    query_checks: dict[str, Any] = field(default_factory=dict)  # selected queries without labels (unjudged_queries)
 
 
 def check_topics(topics: pd.DataFrame) -> pd.DataFrame:
@@ -69,6 +70,52 @@ def check_evaluable(spec: Spec, topics: pd.DataFrame, qrels: pd.DataFrame, *, sh
                     f"({', '.join(judged) or 'none'}): {why}; {fix}")
 
 
+def check_levels(spec: Spec, dataset, qrels: pd.DataFrame) -> None:
+    """Before any system runs: a binary measure whose relevance level no label of the data set reaches (``P(rel=9)@5``
+    on a 0..3 scale, or [evaluation] rel = 9) would score 0 for every system; a SpecError names it and the labels."""
+    from superb.eval.measures import parse_measures
+
+    found = {int(x) for x in qrels["label"]} if len(qrels) else set()
+    found |= {int(x) for x in getattr(dataset, "labels", ())}
+    if not found:
+        return
+    low, top = min(found), max(found)
+    ev = spec.evaluation
+    rel = ev.rel if ev.rel is not None else int(getattr(dataset, "rel_threshold", 1) or 1)
+    scale = f"the labels of data set {dataset.name!r} run {low}..{top}"
+    if rel > top:
+        where = "evaluation.rel" if ev.rel is not None else "dataset.rel_threshold"
+        raise SpecError(where, f"the relevance threshold {rel} is above every label ({scale}): every system would "
+                               f"score 0 on every binary measure; use a threshold between 1 and {top}")
+    for i, (name, measure) in enumerate(zip(ev.measures, parse_measures(list(ev.measures), rel=rel))):
+        level = measure.params.get("rel")
+        if level is not None and level > top:
+            raise SpecError(f"evaluation.measures[{i}]", f"{name!r} counts labels >= {level} as relevant, but "
+                                                          f"{scale}: every system would score 0. Use a level "
+                                                          f"between 1 and {top}, e.g. {measure.NAME}(rel={top})"
+                                                          + (f"@{measure.params['cutoff']}"
+                                                             if measure.params.get("cutoff") else ""))
+
+
+def unjudged_queries(topics: pd.DataFrame, qrels: pd.DataFrame, queries: QueriesSpec) -> tuple[pd.DataFrame, dict]:
+    """The selected queries a run sends to its systems, and what it did with those that have no relevance label
+    (no qrels row at all: no measure can score them). ``queries.unjudged == "skip"`` (the default): left out, so no
+    reranker pays for them; "run": run like the others (their run lines are written), not evaluated. Either way
+    warned and counted (``selected_queries_without_qrels`` in provenance.json's dataset checks, and the dry run)."""
+    missing = topics.loc[~topics["qid"].isin(set(qrels["qid"])), "qid"].tolist()
+    checks = {"selected_queries_without_qrels": len(missing), "unjudged_queries": queries.unjudged}
+    if not missing:
+        return topics, checks
+    shown = ", ".join(missing[:5]) + (f", ... ({len(missing) - 5} more)" if len(missing) > 5 else "")
+    what = ("not run ([queries] unjudged = \"skip\", the default; \"run\" runs them unevaluated)"
+            if queries.unjudged == "skip" else "run, but not evaluated ([queries] unjudged = \"run\")")
+    log.warning("%d of the %d selected queries have no relevance labels (qids %s): %s", len(missing), len(topics),
+                shown, what)
+    if queries.unjudged == "run":
+        return topics, checks
+    return topics[~topics["qid"].isin(set(missing))].reset_index(drop=True), checks
+
+
 def select_topics(dataset, queries: QueriesSpec) -> pd.DataFrame:
     """The spec's [queries] of a data set (qid, query): THE query selection of `superb run` and `superb judge`."""
     from superb.data.splits import select_queries
@@ -90,11 +137,19 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
 
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
+    if spec.llm is not None and not spec.uses_llm:  # checked although no pipeline calls it: a typo is still a typo
+        from superb.llm.connect import check_table
+
+        check_table(spec.llm)
     dataset = load_dataset(spec.dataset, path="dataset")
-    topics = selection = check_topics(select_topics(dataset, spec.queries))
+    qrels = all_qrels = dataset.qrels()
+    check_levels(spec, dataset, all_qrels)
+    chosen = check_topics(select_topics(dataset, spec.queries))
+    check_evaluable(spec, chosen, all_qrels[all_qrels["qid"].isin(set(chosen["qid"]))])  # counts the whole selection
+    selection, query_checks = unjudged_queries(chosen, all_qrels, spec.queries)
+    topics = selection
     if shard is not None:
         topics = shard.select(selection, spec.name)
-    qrels = all_qrels = dataset.qrels()
     qrels = qrels[qrels["qid"].isin(set(topics["qid"]))].reset_index(drop=True)
     check_evaluable(spec, topics, qrels, sharded=shard is not None)
     timings["load_data_s"] = time.perf_counter() - t0
@@ -123,9 +178,11 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
     if shard is not None:
         sharding = shard.record(spec, selection, topics, results, qrels=all_qrels)
         spec = shard.table_spec(spec, len(topics), len(selection))
+    dataset_provenance = dataset.provenance()
+    dataset_provenance["checks"] = {**dataset_provenance.get("checks", {}), **query_checks}
     return ExperimentResult(spec=spec, topics=topics, qrels=qrels, pipelines=results,
-                            dataset_provenance=dataset.provenance(), llm_info=llm_info, timings=timings,
-                            responses=responses, sharding=sharding)
+                            dataset_provenance=dataset_provenance, llm_info=llm_info, timings=timings,
+                            responses=responses, sharding=sharding, query_checks=query_checks)
 
 
 def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFrame, *, llm=None, seed: int = 0,
@@ -136,16 +193,35 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
 
     systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
     paths = {p.name: p.path for p in pipelines}
+    first_stages = {p.name for p in pipelines if p.first_stage is not None}
     results: dict[str, PipelineResult] = {}
     for name, system in systems.items():
         t0 = time.perf_counter()
         before = _usage_dict(llm)
         run = _checked_run(system.pipeline(topics), name, paths[name])
-        results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=system.stats(),
+        stats = system.stats()
+        if name in first_stages:
+            stats.update(_queries_without_results(name, topics, run))
+        results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=stats,
                                        usage=_usage_delta(before, _usage_dict(llm)),
                                        calls_depend_on_answers=system.calls_depend_on_answers())
         log.info("pipeline %s: %d rows in %.1f s", name, len(run), results[name].seconds)
     return results
+
+
+def _queries_without_results(name: str, topics: pd.DataFrame, run: pd.DataFrame) -> dict[str, int]:
+    """A first stage that retrieves nothing for a query (its terms match no product) leaves it to score 0 on every
+    measure, and nothing for its rerankers: warned, and counted (usage.csv ``stat:queries_without_results``, a column
+    only when some query has none)."""
+    missing = sorted(set(topics["qid"]) - set(run["qid"]))
+    if not missing:
+        return {}
+    texts = topics.set_index("qid")["query"]
+    shown = ", ".join(f"{q} ({texts.get(q, '')!r})" for q in missing[:5]) + \
+        (f", ... ({len(missing) - 5} more)" if len(missing) > 5 else "")
+    log.warning("pipeline %r retrieved nothing for %d of the %d queries: %s; they score 0 on every measure "
+                "(check the query text, or the fields indexed)", name, len(missing), len(topics), shown)
+    return {"queries_without_results": len(missing)}
 
 
 def _checked_run(run: pd.DataFrame, name: str, path: str) -> pd.DataFrame:

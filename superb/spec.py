@@ -50,6 +50,10 @@ class QueriesSpec:
     sample: int | None = None
     seed: int = 0
     subset: tuple[str, ...] | None = None
+    unjudged: str = "skip"  # selected queries without relevance labels: skip (warned, counted) | run (still counted)
+
+
+UNJUDGED = ("skip", "run")
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -), it names results/NAME")
     check_name_length(name, "name", room=SPEC_NAME_ROOM, what="the results folder results/.NAME.replaced-PID")
     dataset = typed(raw, "dataset", dict, "")
-    queries = parse_queries(raw.get("queries", {}))
+    queries = parse_queries(raw.get("queries", {}), unjudged=True)
     evaluation = _parse_evaluation(raw.get("evaluation", {}))
     llm = typed(raw, "llm", dict, "") if "llm" in raw else None
     pipelines = _parse_pipelines(raw["pipelines"])
@@ -151,12 +155,13 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     )
 
 
-def parse_queries(table: Any) -> QueriesSpec:
-    """The [queries] table (shared by experiment and judge specs)."""
+def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
+    """The [queries] table (shared by experiment and judge specs; ``unjudged``: the key is allowed, as in an
+    experiment spec, where selected queries without relevance labels are skipped unless it says "run")."""
     path = "queries"
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")
-    check_keys(table, path, optional={"split", "sample", "seed", "subset"})
+    check_keys(table, path, optional={"split", "sample", "seed", "subset"} | ({"unjudged"} if unjudged else set()))
     split = typed(table, "split", str, path, default="all")
     if split not in SPLITS:
         raise SpecError(f"{path}.split", f"{split!r} is not one of {', '.join(SPLITS)}")
@@ -168,7 +173,12 @@ def parse_queries(table: Any) -> QueriesSpec:
         if not subset or not all(isinstance(s, str) and s for s in subset):
             raise SpecError(f"{path}.subset", "must be a non-empty list of qids or query texts (strings)")
         subset = tuple(subset)
-    return QueriesSpec(split=split, sample=sample, seed=typed(table, "seed", int, path, default=0), subset=subset)
+    skip = typed(table, "unjudged", str, path, default="skip")
+    if skip not in UNJUDGED:
+        raise SpecError(f"{path}.unjudged", f"{skip!r} is not one of {', '.join(UNJUDGED)} (skip: selected queries "
+                                            "without relevance labels are not run; run: they are run, not evaluated)")
+    return QueriesSpec(split=split, sample=sample, seed=typed(table, "seed", int, path, default=0), subset=subset,
+                       unjudged=skip)
 
 
 def _parse_evaluation(table: Any) -> EvaluationSpec:

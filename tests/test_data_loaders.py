@@ -226,3 +226,13 @@ def test_register_loader(tmp_path, monkeypatch):
 
     register_loader("toy-bench", bench)
     assert len(load_dataset({"name": "toy-bench"}).topics()) == 2
+
+
+def test_esci_filters_that_keep_no_row_are_named(tmp_path):
+    """Issue 23.10: every Spanish row is in the test split; before, the empty selection surfaced as
+    "queries.subset: 12 unknown qids ... valid ones look like []"."""
+    ds = load_dataset({"name": "esci", "path": str(_write_esci(tmp_path / "esci")), "locale": "es", "split": "train"})
+    with pytest.raises(DataError, match=r"no example row matches the data set options locale = 'es', split = "
+                                        r"'train', small_version = true \(each alone keeps: locale = 'es': 1 of 6 "
+                                        r"rows; split = 'train': 2 of 6 rows; small_version = true: 4 of 6 rows\)"):
+        ds.topics()

@@ -72,11 +72,30 @@ class EsciDataset(Dataset):
             except (KeyError, ValueError) as exc:  # pyarrow reports a missing column as one of these
                 raise DataError(f"{self.examples_file}: cannot read columns {columns} + product_locale, split, "
                                 f"small_version ({exc}). Is it the ESCI examples file? {HOW}") from exc
+            if frame.empty:
+                raise DataError(self._no_rows(filters))
             unknown = set(frame["esci_label"]) - set(LABELS)
             if unknown:
                 raise DataError(f"{self.examples_file}: esci_label values {sorted(unknown)} are not one of {list(LABELS)}")
             self._examples = frame
         return self._examples
+
+    def _no_rows(self, filters: list) -> str:
+        """The error for filters that leave no example: how many rows each one keeps alone, so the one to change
+        shows (an empty selection would otherwise surface later as "unknown qids ... valid ones look like []")."""
+        names = {"product_locale": "locale", "split": "split", "small_version": "small_version"}
+        said = {"locale": repr(self.locale), "split": repr(self.split), "small_version": str(self.small_version).lower()}
+        try:
+            frame = pd.read_parquet(self.examples_file, columns=[c for c, _, _ in filters])
+            alone = [f"{names[c]} = {said[names[c]]}: {int((frame[c] == v).sum())} of {len(frame)} rows"
+                     for c, _, v in filters]
+        except (KeyError, ValueError, OSError):
+            alone = []
+        chosen = ", ".join(f"{names[c]} = {said[names[c]]}" for c, _, _ in filters)
+        return (f"{self.examples_file}: no example row matches the data set options {chosen}"
+                + (f" (each alone keeps: {'; '.join(alone)})" if alone else "")
+                + ". Change [dataset] locale, split or small_version (split = \"all\" and small_version = false "
+                  "keep every row of the locale)")
 
     def _load_docs(self) -> Iterator[dict]:
         wanted = sorted(set(self.examples()["product_id"])) if self.corpus == "judged" else None

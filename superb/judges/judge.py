@@ -33,7 +33,7 @@ from superb.spec import check_keys
 from superb.judges.parse import grade_distribution, parse_grade, parse_listwise
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
-from superb.llm.runner import run_all  # noqa: F401  (benchmark and pairwise_study import it from here)
+from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, pairwise_study import run_all here)
 from superb.llm.types import ChatRequest, Completion
 
 
@@ -93,7 +93,8 @@ class Judge:
         self.stats["duplicate_pairs"] += int(dup.sum())
         pool = pool[~dup]
         groups = [(qid, str(g["query"].iloc[0]), g["docno"].tolist()) for qid, g in pool.groupby("qid", sort=False)]
-        results = run_all(self.llm, [self.ajudge_query(q, text, docs) for q, text, docs in groups])
+        results = run_all(self.llm, [self.ajudge_query(q, text, docs) for q, text, docs in groups],
+                          bar=progress_bar(len(groups), self.tag))  # a bar on every phase that calls the model
         out = [j for per_query in results for j in per_query]
         self.stats["judgments"] += len(out)
         return out

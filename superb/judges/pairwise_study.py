@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from superb.errors import DataError
 from superb.judges.agreement import pairwise_precision_recall
 from superb.judges.judge import load_template, run_all
 
@@ -94,6 +96,55 @@ def sample_pairs(qrels: pd.DataFrame, topics: pd.DataFrame, n_pairs: int = 1000,
     frame.attrs.update({"seed": seed, "n_pairs": n_pairs, "draws": draws, "pairs_short": n_pairs - len(frame),
                         "eligible_queries": len(eligible)})
     return frame
+
+
+def given_pairs(file: str | Path, grades: pd.DataFrame, topics: pd.DataFrame, *, order: str = "given",
+                seed: int = 0) -> pd.DataFrame:
+    """The pairs of a TSV file (header with qid, docno_a, docno_b), asked in the file's order. ``order = "given"``:
+    docno_a is shown as Product A; "seeded": a fair coin with ``seed`` decides, as for sampled pairs (the order used
+    is what pairwise_pairs.tsv records). The human preference comes from ``grades`` (qid, docno, label). Pairs the
+    study cannot score are left out and counted in ``attrs``: a query outside the selection, a product without a
+    grade, equal grades."""
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise DataError(f"pairwise_study.pairs: {path} does not exist (a tab-separated file with a header naming qid, "
+                        "docno_a, docno_b; relative paths are read from the current directory)")
+    frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = [c for c in ("qid", "docno_a", "docno_b") if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path}: no column {missing} (found {list(frame.columns)}); the header must name qid, "
+                        "docno_a and docno_b, tab-separated")
+    if frame.empty:
+        raise DataError(f"{path}: no pairs (only a header)")
+    grade = {(str(q), str(d)): int(l) for q, d, l in grades[["qid", "docno", "label"]].itertuples(index=False)}
+    text = dict(zip(topics["qid"].astype(str), topics["query"]))
+    flips = np.random.default_rng(seed).random(len(frame)) < 0.5 if order == "seeded" else np.zeros(len(frame), bool)
+    out, skipped = [], {"outside_selection": [], "ungraded": [], "equal_grades": []}
+    for line, (r, flip) in enumerate(zip(frame.itertuples(index=False), flips), start=2):
+        qid, a, b = str(r.qid).strip(), str(r.docno_a).strip(), str(r.docno_b).strip()
+        if qid not in text:
+            skipped["outside_selection"].append(line)
+            continue
+        if (qid, a) not in grade or (qid, b) not in grade:
+            skipped["ungraded"].append(line)
+            continue
+        if grade[(qid, a)] == grade[(qid, b)]:
+            skipped["equal_grades"].append(line)
+            continue
+        if flip:
+            a, b = b, a
+        la, lb = grade[(qid, a)], grade[(qid, b)]
+        out.append((len(out), qid, text[qid], a, b, la, lb, "A" if la > lb else "B"))
+    if not out:
+        raise DataError(f"{path}: none of its {len(frame)} pairs can be asked: "
+                        + "; ".join(f"{len(v)} {k.replace('_', ' ')} (lines {v[:5]})" for k, v in skipped.items() if v)
+                        + ". Check [queries] (the pairs' queries must be selected) and the grades")
+    pairs = pd.DataFrame(out, columns=PAIR_COLUMNS)
+    pairs.attrs.update({"source": str(path), "order": order, "seed": seed if order == "seeded" else None,
+                        "given": len(frame), "pairs_short": len(frame) - len(pairs),
+                        **{f"skipped_{k}": len(v) for k, v in skipped.items()},
+                        "skipped_lines": {k: v[:20] for k, v in skipped.items() if v}})
+    return pairs
 
 
 def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,

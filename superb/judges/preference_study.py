@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 TABLE_THRESHOLDS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.45)
+MARGIN_QUANTILES = (0.25, 0.5, 0.75, 0.9)  # pairwise.md reads the curve at these quantiles of the observed margins
 CALLS_PER_PAIR = {"probability": 2, "forced": 2, "allow neither": 2}
 CURVE_COLUMNS = ["fields", "rule", "threshold", "asked", "decided", "agreed", "precision", "recall"]
 
@@ -75,16 +76,19 @@ RULES = (BothOrdersAgree(), MeanOfOrders())
 
 
 def ask_preferences(dataset: Any, llm: Any, pairs: pd.DataFrame, fields: Sequence[str], *,
-                    template: Any = "pairwise_ab", max_chars: int = 600) -> tuple[pd.DataFrame, dict]:
+                    template: Any = "pairwise_ab", max_chars: int = 600, bar: Any = None) -> tuple[pd.DataFrame, dict]:
     """One row per pair: pair, p1, p2 (NaN where that order has no answer), the source of each order's reading,
-    and the human side. Returns (frame, the PairwisePreference's stats and template id)."""
+    and the human side. Returns (frame, the PairwisePreference's stats and template id). ``bar``: a progress bar
+    advanced once per pair."""
     from superb.judges.judge import run_all
+    from superb.judges.pairwise_study import _ticking
     from superb.llm.preference import PairwisePreference
 
     pref = PairwisePreference(llm, template, both_orders=True, fields=tuple(fields), max_chars=max_chars,
                               tag="judge:pairwise-probability")
     docs = {d: dataset.doc(d) for d in pd.unique(pairs[["docno_a", "docno_b"]].to_numpy().ravel())}
-    answers = run_all(llm, [pref.prefer(p.query, docs[p.docno_a], docs[p.docno_b]) for p in pairs.itertuples()])
+    coros = [pref.prefer(p.query, docs[p.docno_a], docs[p.docno_b]) for p in pairs.itertuples()]
+    answers = run_all(llm, coros if bar is None else [_ticking(c, bar) for c in coros])
     rows = []
     for p, a in zip(pairs.itertuples(), answers):
         first, second = a.orders
@@ -112,24 +116,35 @@ def curve(prefs: pd.DataFrame, rule: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def at_thresholds(full: pd.DataFrame, thresholds: Sequence[float] = TABLE_THRESHOLDS) -> pd.DataFrame:
-    """The curve read at fixed thresholds: the row of the largest computed threshold <= t (decisions are constant
-    between computed thresholds)."""
+def at_thresholds(full: pd.DataFrame, thresholds: Sequence[float] | None = None) -> pd.DataFrame:
+    """The curve read at thresholds: the row of the largest computed threshold <= t (decisions are constant between
+    computed thresholds). ``thresholds`` None (pairwise.md): per (fields, rule), t = 0 and the quantiles
+    MARGIN_QUANTILES of the margins the model produced there (the curve's positive thresholds), so a small model
+    whose margins all stay below 0.05 still shows its curve; column ``at`` says which ("0", "q50", ...)."""
     rows = []
     for (fields, rule), g in full.groupby(["fields", "rule"], sort=False):
         g = g.sort_values("threshold")
-        for t in thresholds:
+        if thresholds is None:
+            margins = g.loc[g["threshold"] > 0, "threshold"].to_numpy()
+            points = [("0", 0.0)] + ([(f"q{round(100 * q)}", float(np.quantile(margins, q)))
+                                      for q in MARGIN_QUANTILES] if len(margins) else [])
+        else:
+            points = [(f"{t:g}", float(t)) for t in thresholds]
+        for label, t in points:
             row = g[g["threshold"] <= t + 1e-12].iloc[-1].to_dict()
-            rows.append({**row, "threshold": t})
-    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
+            rows.append({**row, "threshold": t, "at": label})
+    return pd.DataFrame(rows, columns=[*CURVE_COLUMNS, "at"])
 
 
 def format_tables(table: pd.DataFrame, generated: pd.DataFrame | None) -> str:
     """Markdown: the probability rules at fixed thresholds, then the generated forms' points."""
-    lines = ["| fields | rule | threshold | asked | decided | precision | recall |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| fields | rule | margin above | threshold | asked | decided | precision | recall |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in table.itertuples(index=False):
         prec = "n/a" if np.isnan(r.precision) else f"{100 * r.precision:.1f}%"
-        lines.append(f"| {r.fields} | {r.rule} | {r.threshold:.2f} | {r.asked} | {r.decided} | {prec} | "
+        at = getattr(r, "at", f"{r.threshold:g}")
+        at = "0" if at == "0" else f"{at[1:]}% of the margins" if at.startswith("q") else at
+        lines.append(f"| {r.fields} | {r.rule} | {at} | {r.threshold:.4f} | {r.asked} | {r.decided} | {prec} | "
                      f"{100 * r.recall:.1f}% |")
     if generated is not None and len(generated):
         lines += ["", "| fields | generated form | orders | asked | decided | precision | recall | unparseable |",
@@ -180,11 +195,18 @@ def pr_plot(full: pd.DataFrame, generated: pd.DataFrame | None, path: str | Path
 def probability_study(dataset: Any, llm: Any, pairs: pd.DataFrame,
                       field_sets: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """(per-pair readings, full curves) over every field set and rule, and info (template, stats per field set)."""
+    from superb.judges.pairwise_study import progress_bar
+
     readings, curves, info = [], [], {}
-    for name, fields in field_sets.items():
-        prefs, meta = ask_preferences(dataset, llm, pairs, fields)
-        readings.append(prefs.assign(fields=name))
-        for rule in RULES:
-            curves.append(curve(prefs, rule).assign(fields=name))
-        info[name] = meta
+    bar = progress_bar(len(field_sets) * len(pairs))  # the same bar as the generated forms' (issue 23.10)
+    try:
+        for name, fields in field_sets.items():
+            bar.set_description(f"pairwise probability ({name})", refresh=False)
+            prefs, meta = ask_preferences(dataset, llm, pairs, fields, bar=bar)
+            readings.append(prefs.assign(fields=name))
+            for rule in RULES:
+                curves.append(curve(prefs, rule).assign(fields=name))
+            info[name] = meta
+    finally:
+        bar.close()
     return (pd.concat(readings, ignore_index=True), pd.concat(curves, ignore_index=True)[CURVE_COLUMNS], info)

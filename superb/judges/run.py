@@ -192,11 +192,16 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
         _rater_heatmaps(ratings, dataset.labels, out, spec.name)
     table = agreement_frame(rows)
     table.to_csv(out / "agreement.csv", index=False)
-    scope = f"{len(pool)} judged pairs" if spec.variants else \
-        f"no LLM judge (human ceiling on {len(ratings) if ratings is not None else 0} rated pairs)"
+    if spec.variants:
+        scope = f"{len(pool)} judged pairs"
+    elif spec.pairwise:  # a pairwise-only spec: its results are pairwise.md's (issue 23.10)
+        scope = ("no per-product judge: this spec runs the pairwise study, whose results are in pairwise.md"
+                 + (f"; below, the human ceiling on {len(ratings)} rated pairs" if ratings is not None else ""))
+    else:
+        scope = f"no LLM judge (human ceiling on {len(ratings) if ratings is not None else 0} rated pairs)"
     header = f"# {spec.name}\n\n{spec.description}\n\n{len(topics)} queries, {scope}, data set {dataset.name}, " \
              f"binary threshold {rel}.\n\n"
-    (out / "agreement.md").write_text(header + format_markdown(table), encoding="utf-8")
+    (out / "agreement.md").write_text(header + (format_markdown(table) if len(table) else ""), encoding="utf-8")
     if spec.label_study is not None:
         from superb.judges.study_run import run_label_study
 
@@ -249,7 +254,8 @@ def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out
     (pairwise.md / pairwise.csv / pairwise_decisions.jsonl) and, with probability = true, the precision/recall curve
     of P(first preferred) (superb.judges.preference_study: pairwise_probability.csv, pairwise_curve.csv,
     pairwise_pr.png); the pairs in pairwise_pairs.tsv."""
-    from superb.judges.pairwise_study import default_field_sets, format_table, pairwise_study, sample_pairs
+    from superb.judges.pairwise_study import (default_field_sets, format_table, given_pairs, pairwise_study,
+                                              sample_pairs)
     from superb.judges.preference_study import (CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot,
                                                 probability_study)
 
@@ -258,7 +264,11 @@ def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out
     topics = _of_split(topics, opts["split"])
     if topics.empty:
         raise DataError(f"pairwise_study.split = {opts['split']!r}: none of the selected queries is in that split")
-    pairs = sample_pairs(grades, topics, n_pairs=opts["n_pairs"], seed=opts["seed"], queries=topics["qid"].tolist())
+    if opts.get("pairs"):  # a given list, asked in its order (or a seeded, recorded one): issue 23.10
+        pairs = given_pairs(opts["pairs"], grades, topics, order=opts["order"], seed=opts["seed"])
+    else:
+        pairs = sample_pairs(grades, topics, n_pairs=opts["n_pairs"], seed=opts["seed"],
+                             queries=topics["qid"].tolist())
     pairs.to_csv(out / "pairwise_pairs.tsv", sep="\t", index=False)
     field_sets = dict(opts["fields"] or default_field_sets(dataset))
     t = time.perf_counter()
@@ -272,8 +282,19 @@ def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out
         info["template"] = table.attrs["template"]
     forms = (["probability"] if opts["probability"] else []) + list(opts["choices"])
     calls = sum(CALLS_PER_PAIR[f] for f in forms) * len(field_sets)
-    note = (f"{len(pairs)} pairs of products of one query whose {human} differ ({pairs.attrs['pairs_short']} fewer "
-            f"than asked), queries of the {opts['split']} selection, seed {opts['seed']}. precision = agreeing "
+    if opts.get("pairs"):
+        a = pairs.attrs
+        source = (f"{len(pairs)} of the {a['given']} pairs of {a['source']}, in its order, "
+                  + ("its docno_a shown first" if a["order"] == "given" else f"which product is shown first decided "
+                     f"by a coin with seed {opts['seed']} (recorded in pairwise_pairs.tsv)")
+                  + f"; left out: {a['skipped_outside_selection']} outside the selected queries, "
+                  f"{a['skipped_ungraded']} with a product without {human}, {a['skipped_equal_grades']} with equal "
+                  f"grades. precision = agreeing ")
+    else:
+        source = (f"{len(pairs)} pairs of products of one query whose {human} differ ({pairs.attrs['pairs_short']} "
+                  f"fewer than asked), queries of the {opts['split']} selection, seed {opts['seed']}. precision = "
+                  f"agreeing ")
+    note = (source + 
             f"decisions / decisions; recall = decisions / pairs asked. Calls per pair: "
             + ", ".join(f"{f} {CALLS_PER_PAIR[f]}" for f in forms)
             + f" (per field set; {calls} in all per pair).\n")
@@ -287,7 +308,9 @@ def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out
         body += (f"P(first preferred) from label probabilities (template {next(iter(meta.values()))['template']}), "
                  f"both orders asked: a rule decides where its margin is above the threshold (both orders agree: "
                  f"both lean to one side by more than it; mean: their mean does). Pairs with an order unanswered "
-                 f"(never decided): {no_answer}. Curve: pairwise_curve.csv, plot: pairwise_pr.png.\n\n"
+                 f"(never decided): {no_answer}. The table reads the curve at 0 and at the margins below which "
+                 f"25, 50, 75 and 90% of the model's margins lie; the whole curve: pairwise_curve.csv, plot: "
+                 f"pairwise_pr.png.\n\n"
                  + format_tables(at_thresholds(curves), table))
         info["probability"] = meta
     elif table is not None:

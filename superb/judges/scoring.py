@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.judges.judge import load_template, run_all
+from superb.judges.judge import load_template, progress_bar, run_all
 from superb.judges.parse import parse_grade
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
@@ -178,7 +178,8 @@ class ScoringJudge:
         self.stats["duplicate_pairs"] += int(dup.sum())
         pool = pool[~dup]
         groups = [(q, str(g["query"].iloc[0]), g["docno"].tolist()) for q, g in pool.groupby("qid", sort=False)]
-        results = run_all(self.llm, [self.ascore_query(q, text, docs) for q, text, docs in groups])
+        results = run_all(self.llm, [self.ascore_query(q, text, docs) for q, text, docs in groups],
+                          bar=progress_bar(len(groups), self.tag))
         return [r for per_query in results for r in per_query]
 
     def score(self, pool: pd.DataFrame) -> pd.DataFrame:

@@ -315,7 +315,16 @@ def _parse_calibration(table: Any) -> CalibrationSpec:
 
 def _parse_pairwise(table: Any) -> dict[str, Any]:
     path = "pairwise_study"
-    _keys(table, path, {"n_pairs", "seed", "choices", "fields", "split", "grades", "probability"})
+    _keys(table, path, {"n_pairs", "seed", "choices", "fields", "split", "grades", "probability", "pairs", "order"})
+    if "pairs" in table and "n_pairs" in table:
+        raise SpecError(f"{path}.n_pairs", "give either pairs (a file of pairs, asked as listed) or n_pairs (a seeded "
+                                           "sample), not both")
+    pairs_file = typed(table, "pairs", str, path, default=None)
+    order = typed(table, "order", str, path, default="given" if pairs_file else "seeded")
+    if order not in ("given", "seeded") or (order == "given" and not pairs_file):
+        raise SpecError(f"{path}.order", f"{order!r}: expected \"given\" (a pairs file's docno_a shown first) or "
+                                         "\"seeded\" (a seeded coin decides which product is shown first; sampled "
+                                         "pairs always use it)")
     for key, allowed in (("split", SPLITS), ("grades", GRADES)):
         if key in table and table[key] not in allowed:
             raise SpecError(f"{path}.{key}", f"{table[key]!r} is not one of {list(allowed)}")
@@ -333,7 +342,7 @@ def _parse_pairwise(table: Any) -> dict[str, Any]:
                 raise SpecError(f"{path}.fields.{k}", f"expected a non-empty list of field names, found {v!r}")
     return {"n_pairs": _int(table, "n_pairs", path, 1000, 1), "seed": _int(table, "seed", path, 0),
             "choices": tuple(choices), "fields": fields, "split": table.get("split", "all"),
-            "grades": table.get("grades"), "probability": probability}
+            "grades": table.get("grades"), "probability": probability, "pairs": pairs_file, "order": order}
 
 
 def _parse_agreement(table: Any) -> dict[str, Any]:

@@ -47,6 +47,15 @@ def model_id(config: LLMConfig) -> str:
     return MODELS[embedded_model_key(config)].alias
 
 
+def check_table(table: dict[str, Any] | None, path: str = "llm") -> LLMConfig:
+    """A spec's ``[llm]`` checked as opening it would check it (keys, types, ranges, an embedded model's name),
+    without opening anything: for specs whose pipelines make no LLM call, whose [llm] is checked all the same."""
+    config = LLMConfig.from_spec(table or {}, path=path)
+    if config.embedded:
+        embedded_model_key(config)
+    return config
+
+
 def open_cache(config: LLMConfig) -> ResponseCache | None:
     if config.cache == "off":
         return None
