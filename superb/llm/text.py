@@ -236,10 +236,10 @@ class ProductText:
                 continue
             parts.append(value if len(self.fields) == 1 else f"{f}: {value}")
         text = " | ".join(parts)
-        if counts["guard_cuts"]:
-            counts["guard_flagged_products"] += 1
-        else:
-            counts.pop("guard_cuts", None)
+        if self.guard:  # present (0 or 1) under the guard, so a report shows "0 flagged" rather than nothing
+            counts["guard_flagged_products"] += 1 if counts["guard_cuts"] else 0
+        if not counts["guard_cuts"]:
+            del counts["guard_cuts"]
         if not text:
             counts["text_empty"] += 1
             text = "(no text)"
