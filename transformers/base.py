@@ -291,6 +291,12 @@ def unit_float(value: Any, path: str) -> float:
     return float(value)
 
 
+def boolean(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(path, f"expected true or false, got {value!r}")
+    return value
+
+
 def str_list(value: Any, path: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
@@ -312,6 +318,7 @@ COMMON_OPTIONS: dict[str, Opt] = {
     "top_k": Opt(20, positive_int),  # rerank the top_k of each query; the rest stays below in its prior order
     "fields": Opt(("title",), str_list),  # product fields shown to the model
     "max_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4), NOT generation length
+    "guard": Opt(False, boolean),  # cut text addressed to the model from product text (superb.llm.text.guard); opt-in
 }
 
 
@@ -333,6 +340,6 @@ def product_text(opts: Mapping[str, Any], context: Any, path: str) -> ProductTex
     if dataset is None:
         raise SpecError(path, "this reranker needs product text, but the build context has no dataset")
     try:
-        return ProductText(dataset, fields=opts["fields"], max_tokens=opts["max_tokens"])
+        return ProductText(dataset, fields=opts["fields"], max_tokens=opts["max_tokens"], guard=opts["guard"])
     except SpecError as e:
         raise SpecError(f"{path}.{e.path}", str(e).split(": ", 1)[-1]) from None

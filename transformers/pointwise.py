@@ -9,6 +9,9 @@ Variants (``variant``):
 
 Templates (``template``): ``pointwise_best`` / ``pointwise_yesno`` (a shopper's view) and ``pointwise_best_product`` /
 ``pointwise_yesno_product`` (is the product ITSELF what was searched for, not an accessory, case, cable or part);
+``pointwise_yesno_product_guard`` is the last one hardened against product text that speaks to the model (it says the
+seller's text is no instruction and restates the query and question after the product; use it with ``guard = true``,
+which cuts such text out: docs/injection.md);
 for "best" also ``judge_umbrela`` (the UMBRELA-style 0-3 rubric of the judges: the reranker and the umbrela judge ask
 the same request, so either one's answers serve the other from the cache).
 Every template puts the shared text (instructions, query) first and the product last, so that llama.cpp's prompt
@@ -52,7 +55,7 @@ from superb.llm.parsing import (
 VARIANTS = ("best", "yesno")
 TEMPLATES = {
     "best": ("pointwise_best", "pointwise_best_product", "judge_umbrela"),
-    "yesno": ("pointwise_yesno", "pointwise_yesno_product"),
+    "yesno": ("pointwise_yesno", "pointwise_yesno_product", "pointwise_yesno_product_guard"),
 }
 
 
