@@ -53,6 +53,7 @@ from superb.judges.report import (agreement_frame, aligned, ceiling_rows, confus
                                   judge_rows)
 from superb.judges.spec import JudgeSpec
 from superb.llm.connect import open_for_spec
+from superb.provenance import write as write_provenance
 
 
 def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataFrame:
@@ -215,8 +216,7 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
                   "mode": mode, "variants": _jsonable(variants),
                   "counts": {"queries": len(topics), "pairs": len(pool)}, "responses": shipped,
                   "seconds": round(time.perf_counter() - t0, 2)}
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
+    write_provenance(out, provenance)  # + packages, project (commit, dirty, diff), host; the one writer
     return {"folder": str(out), "agreement": table, "variants": variants}
 
 
@@ -240,7 +240,7 @@ def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, ll
     provenance = json.loads(prov_file.read_text(encoding="utf-8"))
     provenance.update({"spec": _jsonable(_spec_dict(spec)), "llm": llm_info,
                        "seconds": round(time.perf_counter() - t0, 2)})
-    prov_file.write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_provenance(out_dir, provenance, environment_of=provenance)  # what build_benchmark measured
     return {**result, "seconds": provenance["seconds"]}
 
 

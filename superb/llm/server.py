@@ -1,7 +1,8 @@
 """``EmbeddedServer``: llama.cpp's OpenAI-compatible HTTP server, in-process (xllamacpp), on 127.0.0.1.
 
 The default endpoint when a spec names none: no key, no network, the pinned Qwen2.5-Coder GGUF (see model.py).
-The prompt cache is on, so requests sharing a prefix (instructions, query) only evaluate what differs.
+The prompt cache is on by default, so requests sharing a prefix (instructions, query) only evaluate what differs;
+``prompt_cache=False`` evaluates every prompt from scratch (slower, independent of the order of requests).
 
     with EmbeddedServer(path, alias="qwen2.5-coder-0.5b-instruct-q4_k_m") as srv:
         LLMConfig(model=srv.alias, base_urls=(srv.base_url,))
@@ -31,7 +32,8 @@ def free_port() -> int:
 
 class EmbeddedServer:
     def __init__(self, model_path: str | Path, alias: str, *, n_ctx: int = 4096, n_parallel: int = 1,
-                 threads: int = 2, port: int | None = None, verbosity: int = 0):
+                 threads: int = 2, port: int | None = None, verbosity: int = 0,
+                 prompt_cache: bool = True):
         self.model_path = Path(model_path)
         self.alias = alias
         self.n_ctx = n_ctx
@@ -39,6 +41,7 @@ class EmbeddedServer:
         self.threads = threads
         self.port = port
         self.verbosity = verbosity
+        self.prompt_cache = prompt_cache
         self.startup_s: float | None = None
         self._server = None
 
@@ -71,7 +74,7 @@ class EmbeddedServer:
         p.n_parallel = self.n_parallel
         p.cpuparams.n_threads = self.threads
         p.cpuparams_batch.n_threads = self.threads
-        p.cache_prompt = True
+        p.cache_prompt = self.prompt_cache
         p.verbosity = self.verbosity
         start = time.perf_counter()
         log.info("starting the embedded server: %s as %r on port %d", self.model_path.name, self.alias, self.port)
