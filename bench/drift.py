@@ -221,12 +221,60 @@ def markdown(rows: list[dict], timings: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def order_probe(n: int = 5, model: str = "1.5b", threads: int = 2) -> list[dict]:
+    """The prompt cache's effect in isolation: the first ``n`` committed pointwise requests of the shipped file (sorted
+    by key, so from several queries: they share the instructions as a prefix) sent to one fresh server in that order and then reversed, with the prompt
+    cache on and off; P(yes) of each request compared between the two orders. No response cache is involved."""
+    import urllib.request
+
+    from superb.llm.model import resolve_model
+    from superb.llm.parsing import YES_NO_TOKENS, first_distribution
+    from superb.llm.server import EmbeddedServer
+    from superb.llm.ship import read_lines
+    from superb.llm.types import TokenLogprob
+
+    rows = [json.loads(line) for _, _, line in read_lines(COMMITTED / "responses.jsonl.gz") if line.strip()]
+    rows = [r for r in rows if r["template"].startswith("pointwise_yesno")][:n]
+    path = resolve_model(model, None)
+
+    def ask(url: str, request: dict) -> float:
+        body = {"model": "probe", "messages": [{"role": m[0], "content": m[1]} for m in request["messages"]],
+                "max_tokens": 1, "temperature": 0.0, "seed": 0, "logprobs": True, "top_logprobs": 20}
+        req = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=3600) as answer:  # noqa: S310 - local server
+            content = json.loads(answer.read())["choices"][0]["logprobs"]["content"]
+        logprobs = tuple(TokenLogprob(t["token"], t["logprob"], {a["token"]: a["logprob"] for a in t["top_logprobs"]})
+                         for t in content)
+        dist, _ = first_distribution(logprobs, YES_NO_TOKENS)
+        return math.nan if dist is None else dist.get(True, 0.0)
+
+    out = []
+    for cache in (True, False):
+        with EmbeddedServer(path, "probe", threads=threads, prompt_cache=cache) as server:
+            start = time.perf_counter()
+            forward = [ask(server.base_url, r["request"]) for r in rows]
+            backward = [ask(server.base_url, r["request"]) for r in reversed(rows)][::-1]
+            seconds = time.perf_counter() - start
+        diffs = [abs(a - b) for a, b in zip(forward, backward)]
+        out.append({"model": model, "threads": threads, "prompt_cache": cache, "requests": 2 * len(rows),
+                    "seconds": round(seconds, 1), "max_dP(yes) between orders": max(diffs),
+                    "identical": sum(d == 0.0 for d in diffs), "of": len(diffs)})
+        print(json.dumps(out[-1]), flush=True)
+    (OUT / "drift_order.json").write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=("run", "report"))
+    parser.add_argument("action", choices=("run", "report", "order"))
+    parser.add_argument("--n", type=int, default=5, help="order: requests per order")
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--work", default="/tmp/superb-drift", type=Path)
     args = parser.parse_args(argv)
+    if args.action == "order":
+        order_probe(args.n)
+        return
     if args.action == "run":
         for name in args.settings.split(","):
             run_setting(name, args.work)

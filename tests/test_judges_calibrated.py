@@ -172,7 +172,7 @@ def test_a_collapsed_grade_is_named_with_why_and_the_reachable_fit():
     assert lost["reachable_dev_kappa"] <= lost["dev_kappa"]
     assert len(set(lost["reachable_cuts"])) == 3
     note = next(n for n in result.notes if n.startswith("flat: COLLAPSED"))
-    assert "never assigned" in note and "best fit keeping every grade" in note
+    assert "never assigned" in note and "best fit that keeps every grade" in note
     row = result.table.query("judge == 'flat' and split == 'test' and against == 'final'").iloc[0]
     assert str(lost["grades"][0]) in row["never_given"]
     assert all(row[f"predicted_{g}"] == 0 for g in lost["grades"])

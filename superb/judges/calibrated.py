@@ -132,15 +132,18 @@ def collapsed_grades(calibrator, dev: pd.DataFrame, make_calibrator: Callable[..
     if not grades:
         return {}
     out = {"grades": grades, "why": "; ".join(why),
-           "fit": f"{getattr(calibrator, 'weights', '')} kappa against the combined label on dev: the optimum gives "
-                  f"{'this grade' if len(grades) == 1 else 'these grades'} no score range"}
+           "fit": f"the cut points maximise {getattr(calibrator, 'weights', '')}-weighted kappa against the combined "
+                  f"label on the dev pairs, and that optimum gives {'this grade' if len(grades) == 1 else 'these grades'}"
+                  " no score range"}
     try:
         alt = make_calibrator(reachable=True).fit(dev["score"], dev[FINAL])
     except (TypeError, ValueError) as e:  # a calibrator without the option, or too few distinct dev scores
         out["reachable"] = f"no reachable fit: {e}"
         return out
+    held = np.asarray(alt.apply(dev["score"]))
     out.update(reachable_cuts=[float(c) for c in alt.cuts], reachable_dev_kappa=float(alt.dev_kappa),
-               dev_kappa=float(getattr(calibrator, "dev_kappa", np.nan)))
+               dev_kappa=float(getattr(calibrator, "dev_kappa", np.nan)),
+               reachable_dev_pairs={str(g): int((held == g).sum()) for g in grades})
     return out
 
 
@@ -231,11 +234,17 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         lost = collapsed_grades(calibrator, dev, make_calibrator, labels)
         if lost:
             collapsed[name] = lost
-            keep = (f"; the best fit keeping every grade (cuts {', '.join(f'{c:.4g}' for c in lost['reachable_cuts'])}"
-                    f") has dev-fit kappa {lost['reachable_dev_kappa']:.3f} instead of {lost['dev_kappa']:.3f}"
-                    if "reachable_cuts" in lost else f"; {lost.get('reachable', '')}")
+            if "reachable_cuts" in lost:
+                held = ", ".join(f"grade {g}: {n}" for g, n in lost["reachable_dev_pairs"].items())
+                keep = (f"; the best fit that keeps every grade (cuts "
+                        f"{', '.join(f'{c:.4g}' for c in lost['reachable_cuts'])}; dev pairs given the collapsed "
+                        f"grade{'s' if len(lost['grades']) > 1 else ''}: {held}) has dev-fit kappa "
+                        f"{lost['reachable_dev_kappa']:.4f} instead of {lost['dev_kappa']:.4f}: the score does not "
+                        f"separate {'that grade' if len(lost['grades']) == 1 else 'those grades'} from its neighbours")
+            else:
+                keep = f"; {lost.get('reachable', '')}"
             notes.append(f"{name}: COLLAPSED grade{'s' if len(lost['grades']) > 1 else ''} "
-                         f"{', '.join(map(str, lost['grades']))} (never assigned): {lost['why']}. Why: the "
+                         f"{', '.join(map(str, lost['grades']))} (never assigned): {lost['why']}. Why: "
                          f"{lost['fit']}{keep}. Its rows show no precision for "
                          f"{'that grade' if len(lost['grades']) == 1 else 'those grades'}.")
         extra = {"cuts": calibrator.describe(), "dev_n": len(dev), "dev_queries": dev["qid"].nunique(),
@@ -295,6 +304,8 @@ def _cell(row: pd.Series, stat: str) -> str:
 def _grades(row: pd.Series, grades: list[str]) -> str:
     def f(v) -> str:
         return "-" if v is None or pd.isna(v) else f"{v:.2f}"
+    if all(pd.isna(row.get(f"precision_{g}")) and pd.isna(row.get(f"recall_{g}")) for g in grades):
+        return ""  # e.g. Fleiss' kappa: no labeller against a reference
     return " · ".join(f"{g}: {f(row.get(f'precision_{g}'))}/{f(row.get(f'recall_{g}'))}" for g in grades)
 
 
