@@ -151,8 +151,8 @@ def compare(name_a: str, a: dict, name_b: str, b: dict) -> dict:
         for measure in MEASURES:
             keys = [k for k in a["measures"] if k[0] == system and k[1] == measure and k in b["measures"]]
             per_q = [abs(a["measures"][k] - b["measures"][k]) for k in keys]
-            mean_a = sum(a["measures"][k] for k in keys) / max(len(keys), 1)
-            mean_b = sum(b["measures"][k] for k in keys) / max(len(keys), 1)
+            mean_a = sum(a["measures"][k] for k in keys) / len(keys) if keys else math.nan
+            mean_b = sum(b["measures"][k] for k in keys) / len(keys) if keys else math.nan
             row[f"{short} {measure} max per query"] = max(per_q, default=math.nan)
             row[f"{short} {measure} mean diff"] = mean_b - mean_a
     return row
@@ -181,11 +181,15 @@ def report(work: Path) -> None:
         writer.writeheader()
         for r in rows:
             writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    with open(OUT / "drift_timing.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(timings[0]))
+    with open(OUT / "drift_runs.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=sorted({k for t in timings for k in t}))
         writer.writeheader()
         writer.writerows(timings)
-    (OUT / "drift.md").write_text(markdown(rows, timings), encoding="utf-8")
+    order_file = OUT / "drift_order.json"
+    order = json.loads(order_file.read_text()) if order_file.is_file() else None
+    match_file = OUT / "drift_match.json"
+    match = json.loads(match_file.read_text()) if match_file.is_file() else None
+    (OUT / "drift.md").write_text(markdown(rows, timings, order, match), encoding="utf-8")
     print((OUT / "drift.md").read_text())
 
 
@@ -193,31 +197,53 @@ def _f(v: float, digits: int = 4) -> str:
     return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
 
 
-def markdown(rows: list[dict], timings: list[dict]) -> str:
+def markdown(rows: list[dict], timings: list[dict], order: list[dict] | None, match: dict | None) -> str:
     lines = ["# Live re-run drift of the quickstart (embedded Qwen2.5-Coder-1.5B, llama.cpp via xllamacpp)", "",
              "Written by `python bench/drift.py report` from live runs of experiments/quickstart.toml, each in a "
              "fresh SUPERB_HOME (no response cache), against the committed results/quickstart (threads 2, prompt "
              "cache on) and against each other. Settings: tN = llama.cpp threads; cache / nocache = the server's "
-             "prompt cache (`[llm] prompt_cache`). P(yes): the pointwise score of each of the 100 (query, product) "
-             "requests, matched by prompt. P(letter): the listwise-lik first-letter probabilities of the 5 "
-             "window requests. Per-query nDCG@10 and P(rel=2)@5 over the 5 queries (full view).", "",
-             "| a | b | max dP(yes) | identical P(yes) | max dP(letter) | pointwise nDCG@10 max/q | pointwise "
-             "nDCG@10 mean diff | pointwise P@5 max/q | listwise nDCG@10 max/q | listwise nDCG@10 mean diff | "
-             "listwise P@5 max/q |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "prompt cache (`[llm] prompt_cache`). P(yes): the pointwise score of each (query, product) request, "
+             "matched by prompt (cache key); 'identical' counts bit-identical values. P(letter): the listwise-lik "
+             "first-letter probabilities. nDCG@10 and P(rel=2)@5: per query over the 5 queries (full view), only "
+             "between finished runs. A run cut short (see the cost table) is compared on the requests it answered.",
+             "",
+             "| a | b | shared P(yes) | identical | max dP(yes) | max dP(letter) | pointwise nDCG@10 max/q | "
+             "pointwise nDCG@10 mean diff | pointwise P@5 max/q | listwise nDCG@10 max/q | listwise P@5 max/q |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        if not r["n_P(yes)"] and not r["a"] == "committed":
+            continue
         lines.append("| " + " | ".join([
-            r["a"], r["b"], _f(r["max_dP(yes)"], 6), f"{r['P(yes)_identical']} of {r['n_P(yes)']}",
-            _f(r["max_dP(letter)"], 6), _f(r["pointwise nDCG@10 max per query"]),
+            r["a"], r["b"], str(r["n_P(yes)"]), str(r["P(yes)_identical"]), _f(r["max_dP(yes)"], 4),
+            _f(r["max_dP(letter)"], 4), _f(r["pointwise nDCG@10 max per query"]),
             _f(r["pointwise nDCG@10 mean diff"]), _f(r["pointwise P(rel=2)@5 max per query"]),
-            _f(r["listwise-lik nDCG@10 max per query"]), _f(r["listwise-lik nDCG@10 mean diff"]),
+            _f(r["listwise-lik nDCG@10 max per query"]),
             _f(r["listwise-lik P(rel=2)@5 max per query"])]) + " |")
-    lines += ["", "Cost of each setting (wall time of the whole `superb run`, 105 LLM requests, machine shared with "
-              "other jobs: compare within this table only):", "",
-              "| setting | threads | prompt cache | seconds | calls | prompt tokens | server-cached tokens |",
-              "|---|---:|---|---:|---:|---:|---:|"]
+    lines += ["", "Runs. The machine was shared with other jobs (load ~20 on 2 cores), so the live runs were cut "
+              "short and compared on the requests they answered; they ran at the same time under the same load, so "
+              "their seconds per request compare with each other (not with an idle machine):", "",
+              "| setting | threads | prompt cache | finished | pointwise answers | median s per pointwise request |",
+              "|---|---:|---|---|---:|---:|"]
     for t in timings:
-        lines.append(f"| {t['setting']} | {t['threads']} | {'on' if t['prompt_cache'] else 'off'} | {t['seconds']} | "
-                     f"{t['calls']} | {t['prompt_tokens']} | {t['server_cached_tokens']} |")
+        lines.append(f"| {t['setting']} | {t['threads']} | {'on' if t['prompt_cache'] else 'off'} | "
+                     f"{'no (cut short)' if t.get('partial') else 'yes'} | {t.get('pointwise_answers', '')} | "
+                     f"{_f(t.get('median_pointwise_latency_s', math.nan), 2)} |")
+    if order:
+        lines += ["", "The prompt cache in isolation (`python bench/drift.py order`): the same pointwise requests sent "
+                  "to one fresh server in one order and then in the reverse order; P(yes) of each request compared "
+                  "between the two orders.", "",
+                  "| model | threads | prompt cache | requests | seconds | max dP(yes) between orders | identical |",
+                  "|---|---:|---|---:|---:|---:|---:|"]
+        for o in order:
+            lines.append(f"| {o['model']} | {o['threads']} | {'on' if o['prompt_cache'] else 'off'} | "
+                         f"{o['requests']} | {o['seconds']} | {_f(o['max_dP(yes) between orders'], 4)} | "
+                         f"{o['identical']} of {o['of']} |")
+    if match:
+        lines += ["", f"Threads and history (`python bench/drift.py match`): {match['requests']} pointwise requests that "
+                  f"the live run {match['against']} answered, sent to a fresh server with {match['threads']} "
+                  f"thread(s) and the prompt cache {'on' if match['prompt_cache'] else 'off'}, in another order: "
+                  f"max dP(yes) {_f(match['max_dP(yes)'], 4)}, identical {match['identical']} of {match['of']} "
+                  f"({match['seconds']} s)."]
     return "\n".join(lines) + "\n"
 
 
@@ -225,36 +251,20 @@ def order_probe(n: int = 5, model: str = "1.5b", threads: int = 2) -> list[dict]
     """The prompt cache's effect in isolation: the first ``n`` committed pointwise requests of the shipped file (sorted
     by key, so from several queries: they share the instructions as a prefix) sent to one fresh server in that order and then reversed, with the prompt
     cache on and off; P(yes) of each request compared between the two orders. No response cache is involved."""
-    import urllib.request
-
     from superb.llm.model import resolve_model
-    from superb.llm.parsing import YES_NO_TOKENS, first_distribution
     from superb.llm.server import EmbeddedServer
     from superb.llm.ship import read_lines
-    from superb.llm.types import TokenLogprob
 
     rows = [json.loads(line) for _, _, line in read_lines(COMMITTED / "responses.jsonl.gz") if line.strip()]
     rows = [r for r in rows if r["template"].startswith("pointwise_yesno")][:n]
     path = resolve_model(model, None)
 
-    def ask(url: str, request: dict) -> float:
-        body = {"model": "probe", "messages": [{"role": m[0], "content": m[1]} for m in request["messages"]],
-                "max_tokens": 1, "temperature": 0.0, "seed": 0, "logprobs": True, "top_logprobs": 20}
-        req = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=3600) as answer:  # noqa: S310 - local server
-            content = json.loads(answer.read())["choices"][0]["logprobs"]["content"]
-        logprobs = tuple(TokenLogprob(t["token"], t["logprob"], {a["token"]: a["logprob"] for a in t["top_logprobs"]})
-                         for t in content)
-        dist, _ = first_distribution(logprobs, YES_NO_TOKENS)
-        return math.nan if dist is None else dist.get(True, 0.0)
-
     out = []
     for cache in (True, False):
         with EmbeddedServer(path, "probe", threads=threads, prompt_cache=cache) as server:
             start = time.perf_counter()
-            forward = [ask(server.base_url, r["request"]) for r in rows]
-            backward = [ask(server.base_url, r["request"]) for r in reversed(rows)][::-1]
+            forward = [_ask(server.base_url, r["request"]) for r in rows]
+            backward = [_ask(server.base_url, r["request"]) for r in reversed(rows)][::-1]
             seconds = time.perf_counter() - start
         diffs = [abs(a - b) for a, b in zip(forward, backward)]
         out.append({"model": model, "threads": threads, "prompt_cache": cache, "requests": 2 * len(rows),
@@ -265,13 +275,61 @@ def order_probe(n: int = 5, model: str = "1.5b", threads: int = 2) -> list[dict]
     return out
 
 
+def match_probe(work: Path, against: str = "t2-nocache", n: int = 5, threads: int = 1,
+                prompt_cache: bool = False, model: str = "1.5b") -> dict:
+    """Determinism across threads and history: ``n`` pointwise requests that the live run ``against`` already
+    answered, sent to a fresh server with ``threads`` and ``prompt_cache``, in reverse key order (another order and
+    another history than that run's); P(yes) compared by request with that run's answers."""
+    from superb.llm.model import resolve_model
+    from superb.llm.server import EmbeddedServer
+    from superb.llm.ship import read_lines
+
+    done = read_home(work / against / "home")["p_yes"]
+    rows = [json.loads(line) for _, _, line in read_lines(COMMITTED / "responses.jsonl.gz") if line.strip()]
+    rows = [r for r in rows if r["template"].startswith("pointwise_yesno") and r["key"] in done][:n][::-1]
+    values = {}
+    with EmbeddedServer(resolve_model(model, None), "probe", threads=threads, prompt_cache=prompt_cache) as server:
+        start = time.perf_counter()
+        for r in rows:
+            values[r["key"]] = _ask(server.base_url, r["request"])
+        seconds = time.perf_counter() - start
+    diffs = [abs(values[k] - done[k]) for k in values]
+    out = {"model": model, "threads": threads, "prompt_cache": prompt_cache, "against": against,
+           "requests": len(rows), "seconds": round(seconds, 1), "max_dP(yes)": max(diffs),
+           "identical": sum(d == 0.0 for d in diffs), "of": len(diffs), "p_yes": values}
+    (OUT / "drift_match.json").write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def _ask(url: str, request: dict) -> float:
+    import urllib.request
+
+    from superb.llm.parsing import YES_NO_TOKENS, first_distribution
+    from superb.llm.types import TokenLogprob
+
+    body = {"model": "probe", "messages": [{"role": m[0], "content": m[1]} for m in request["messages"]],
+            "max_tokens": 1, "temperature": 0.0, "seed": 0, "logprobs": True, "top_logprobs": 20}
+    req = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=3600) as answer:  # noqa: S310 - local server
+        content = json.loads(answer.read())["choices"][0]["logprobs"]["content"]
+    logprobs = tuple(TokenLogprob(t["token"], t["logprob"], {a["token"]: a["logprob"] for a in t["top_logprobs"]})
+                     for t in content)
+    dist, _ = first_distribution(logprobs, YES_NO_TOKENS)
+    return math.nan if dist is None else dist.get(True, 0.0)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("action", choices=("run", "report", "order"))
+    parser.add_argument("action", choices=("run", "report", "order", "match"))
     parser.add_argument("--n", type=int, default=5, help="order: requests per order")
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--work", default="/tmp/superb-drift", type=Path)
     args = parser.parse_args(argv)
+    if args.action == "match":
+        match_probe(args.work, n=args.n)
+        return
     if args.action == "order":
         order_probe(args.n)
         return

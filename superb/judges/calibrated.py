@@ -237,7 +237,7 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
             if "reachable_cuts" in lost:
                 held = ", ".join(f"grade {g}: {n}" for g, n in lost["reachable_dev_pairs"].items())
                 keep = (f"; the best fit that keeps every grade (cuts "
-                        f"{', '.join(f'{c:.4g}' for c in lost['reachable_cuts'])}; dev pairs given the collapsed "
+                        f"{', '.join(f'{c:.6g}' for c in lost['reachable_cuts'])}; dev pairs given the collapsed "
                         f"grade{'s' if len(lost['grades']) > 1 else ''}: {held}) has dev-fit kappa "
                         f"{lost['reachable_dev_kappa']:.4f} instead of {lost['dev_kappa']:.4f}: the score does not "
                         f"separate {'that grade' if len(lost['grades']) == 1 else 'those grades'} from its neighbours")
