@@ -164,7 +164,11 @@ def report(work: Path) -> None:
     for name in SETTINGS:
         if (work / name / "out" / "provenance.json").is_file():
             data[name] = read_folder(work / name / "out")
-            timings.append(json.loads((work / name / "timing.json").read_text()))
+            latency = read_home(work / name / "home")["latency"]
+            timings.append({**json.loads((work / name / "timing.json").read_text()),
+                            "pointwise_answers": len(data[name]["p_yes"]),
+                            "median_pointwise_latency_s": _median(
+                                [v for t, vs in latency.items() if t.startswith("pointwise") for v in vs])})
         elif (work / name / "home").is_dir():
             data[name] = read_home(work / name / "home")  # partial: the answers so far
             timings.append({"setting": name, **parse_setting(name), "seconds": None, "calls": None,
@@ -222,12 +226,14 @@ def markdown(rows: list[dict], timings: list[dict], order: list[dict] | None, ma
     lines += ["", "Runs. The machine was shared with other jobs (load ~20 on 2 cores), so the live runs were cut "
               "short and compared on the requests they answered; they ran at the same time under the same load, so "
               "their seconds per request compare with each other (not with an idle machine):", "",
-              "| setting | threads | prompt cache | finished | pointwise answers | median s per pointwise request |",
-              "|---|---:|---|---|---:|---:|"]
+              "| setting | threads | prompt cache | finished | pointwise answers | median s per pointwise request | "
+              "prompt tokens | of them served by the prompt cache |",
+              "|---|---:|---|---|---:|---:|---:|---:|"]
     for t in timings:
         lines.append(f"| {t['setting']} | {t['threads']} | {'on' if t['prompt_cache'] else 'off'} | "
                      f"{'no (cut short)' if t.get('partial') else 'yes'} | {t.get('pointwise_answers', '')} | "
-                     f"{_f(t.get('median_pointwise_latency_s', math.nan), 2)} |")
+                     f"{_f(t.get('median_pointwise_latency_s', math.nan), 2)} | {t.get('prompt_tokens') or ''} | "
+                     f"{t.get('server_cached_tokens') or ''} |")
     if order:
         lines += ["", "The prompt cache in isolation (`python bench/drift.py order`): the same pointwise requests sent "
                   "to one fresh server in one order and then in the reverse order; P(yes) of each request compared "
