@@ -319,12 +319,19 @@ def _of_split(topics: pd.DataFrame, split: str) -> pd.DataFrame:
 
 
 def _rater_heatmaps(ratings: pd.DataFrame, labels, out: Path, name: str) -> None:
-    """Confusion heatmaps of each rater against the combined label, on all rated pairs."""
-    if "final" not in ratings.columns:
+    """Confusion heatmaps of each rater against the consensus of the OTHER raters (the leave-one-out human ceiling,
+    superb.judges.agreement.others_consensus), on all rated pairs."""
+    from superb.judges.agreement import others_consensus
+
+    raters = [c for c in ratings.columns if c.startswith("rater_")]
+    if len(raters) < 3:
         return
-    for col in [c for c in ratings.columns if c.startswith("rater_")]:
-        confusion_heatmap(ratings["final"], ratings[col], labels, out / "humans" / f"{col}_vs_final.png",
-                          f"{name}: {col} vs final (n={len(ratings)})", axes=("final (combined) label", col))
+    ratings = ratings.dropna(subset=raters).astype({r: int for r in raters})
+    for col in raters:
+        consensus = others_consensus(ratings, col, raters, labels)
+        confusion_heatmap(consensus, ratings[col], labels, out / "humans" / f"{col}_vs_others.png",
+                          f"{name}: {col} vs the other raters (n={len(ratings)})",
+                          axes=("other raters' consensus", col))
 
 
 def _check_scale(judge_labels, human_labels, label_map) -> None:
