@@ -223,9 +223,9 @@ def markdown(rows: list[dict], timings: list[dict], order: list[dict] | None, ma
             _f(r["pointwise nDCG@10 mean diff"]), _f(r["pointwise P(rel=2)@5 max per query"]),
             _f(r["listwise-lik nDCG@10 max per query"]),
             _f(r["listwise-lik P(rel=2)@5 max per query"])]) + " |")
-    lines += ["", "Runs. The machine was shared with other jobs (load ~20 on 2 cores), so the live runs were cut "
-              "short and compared on the requests they answered; they ran at the same time under the same load, so "
-              "their seconds per request compare with each other (not with an idle machine):", "",
+    lines += ["", "Runs. The machine was shared with other jobs (load ~20 on 2 cores, changing during the runs), "
+              "so a run cut short is compared on the requests it answered, and seconds are not a cost measure here; "
+              "the prompt tokens are (with the prompt cache off, every prompt token is evaluated):", "",
               "| setting | threads | prompt cache | finished | pointwise answers | median s per pointwise request | "
               "prompt tokens | of them served by the prompt cache |",
               "|---|---:|---|---|---:|---:|---:|---:|"]
