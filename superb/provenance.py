@@ -1,14 +1,35 @@
-"""What produced a result: package versions, the project's commit, the host, timings. Never secrets."""
+"""What produced a result: package versions, the project's commit, the host, timings. Never secrets.
+
+One writer for every results folder (``superb run``, ``superb judge``, benchmarks, fills): :func:`write` adds
+``packages``, ``project`` and ``host`` to the folder's record and writes provenance.json.
+
+The project's code state: ``project.commit`` (HEAD) and ``project.dirty`` (uncommitted changes to the code; the
+results/ tree is data, not code, and is left out, so re-writing a committed folder does not make the tree dirty).
+A dirty tree is RECORDED, not refused: ``project.diff`` holds the sha256 and size of the patch (``git diff HEAD``
+plus every untracked, non-ignored file outside results/ as a new-file diff) and, when it is at most
+:data:`PATCH_LIMIT` bytes, the patch itself is written beside provenance.json as ``source.patch``:
+``git checkout <commit> && git apply results/NAME/source.patch`` recreates the code that wrote the folder. Refusing
+would make every run from a working tree unkeepable and push people to commit blindly before running; recording keeps
+the exact code, and tests/test_provenance_history.py fails any committed folder whose commit is not in the history
+or whose recorded patch is missing or altered.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 PACKAGES = ("superb", "python-terrier", "pyterrier", "pyterrier-pisa", "ir-datasets", "ir-measures", "openai",
             "pandas", "numpy", "scipy", "xllamacpp", "onnxruntime")
+ROOT = Path(__file__).resolve().parents[1]
+PATCH_FILE = "source.patch"
+PATCH_LIMIT = 1_000_000  # bytes; a larger diff is recorded by hash and size only
+_NOT_CODE = ":(exclude)results"  # pathspec: the results tree is not code
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
@@ -21,21 +42,96 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]
     return versions
 
 
-def project_commit() -> dict[str, str | bool | None]:
-    """The git commit of the project checkout and whether it had uncommitted changes (None outside a checkout)."""
-    root = Path(__file__).resolve().parents[1]
+def _git(*args: str, ok: tuple[int, ...] = (0,)) -> str | None:
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                capture_output=True, text=True, timeout=10)
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode in ok else None
+
+
+def source_patch() -> str | None:
+    """The uncommitted code changes as one patch against HEAD (tracked changes, then untracked files as new files),
+    results/ left out; "" for a clean tree, None outside a git checkout."""
+    tracked = _git("diff", "--binary", "HEAD", "--", ".", _NOT_CODE)
+    untracked = _git("ls-files", "--others", "--exclude-standard", "-z", "--", ".", _NOT_CODE)
+    if tracked is None or untracked is None:
+        return None
+    parts = [tracked]
+    for name in sorted(n for n in untracked.split("\0") if n):
+        new = _git("diff", "--binary", "--no-index", "--", "/dev/null", name, ok=(0, 1))  # 1: files differ
+        if new:
+            parts.append(new)
+    return "".join(parts)
+
+
+def project_commit(patch: str | None = None, patch_file: str = PATCH_FILE) -> dict[str, Any]:
+    """The git commit of the project checkout, whether its code had uncommitted changes, and (dirty) the patch's
+    sha256, size and file name (None when too large to keep); commit None outside a checkout. ``patch``: the already
+    computed :func:`source_patch`."""
+    commit = _git("rev-parse", "HEAD")
+    if commit is None:
         return {"commit": None, "dirty": None}
-    if commit.returncode != 0:
-        return {"commit": None, "dirty": None}
-    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+    patch = source_patch() if patch is None else patch
+    if patch is None:
+        return {"commit": commit.strip(), "dirty": None}
+    record: dict[str, Any] = {"commit": commit.strip(), "dirty": bool(patch)}
+    if patch:
+        data = patch.encode("utf-8")
+        record["diff"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                          "patch": patch_file if len(data) <= PATCH_LIMIT else None}
+        if len(data) > PATCH_LIMIT:
+            record["diff"]["omitted"] = f"{len(data)} bytes > PATCH_LIMIT {PATCH_LIMIT}"
+    return record
+
+
+def record_code(folder: str | Path, patch_file: str = PATCH_FILE) -> dict[str, Any]:
+    """:func:`project_commit` now, with the patch written to ``folder/patch_file`` when the code is dirty and the
+    patch small enough (a stale one removed when it is not)."""
+    patch = source_patch()
+    project = project_commit(patch or "", patch_file) if patch is not None else project_commit()
+    target = Path(folder) / patch_file
+    if (project.get("diff") or {}).get("patch"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(patch.encode("utf-8"))
+    elif target.exists():
+        target.unlink()
+    return project
 
 
 def host() -> dict[str, str | int | None]:
     import os
 
     return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}
+
+
+def write(folder: str | Path, record: dict[str, Any], *, environment_of: dict[str, Any] | None = None) -> Path:
+    """THE writer of provenance.json: ``record`` plus packages, project and host (measured now, with source.patch
+    beside it when the code is dirty; or taken from ``environment_of``, a provenance read back, to keep what an
+    earlier write recorded). Returns the provenance.json path."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if environment_of is not None:
+        env = {k: environment_of.get(k) for k in ("packages", "project", "host")}
+    else:
+        env = {"packages": package_versions(), "project": record_code(folder), "host": host()}
+    path = folder / "provenance.json"
+    path.write_text(json.dumps({**record, **env}, indent=2, ensure_ascii=False, default=str) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def recorded_patch_ok(folder: str | Path, project: dict[str, Any]) -> str | None:
+    """None when the folder's recorded diff is recoverable (no diff, or source.patch present with the recorded
+    sha256); else what is wrong, naming the file."""
+    diff = project.get("diff")
+    if not diff:
+        return None
+    if not diff.get("patch"):
+        return f"the diff ({diff.get('bytes')} bytes) was too large to keep: {diff.get('omitted')}"
+    file = Path(folder) / diff["patch"]
+    if not file.is_file():
+        return f"{file} is missing (recorded sha256 {diff['sha256'][:12]}...)"
+    if hashlib.sha256(file.read_bytes()).hexdigest() != diff["sha256"]:
+        return f"{file} does not match the recorded sha256 {diff['sha256'][:12]}..."
+    return None

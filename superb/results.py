@@ -176,19 +176,17 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     that needs the finished folder belongs here: shipping the LLM responses the run used (superb.llm.ship, which adds
     its summary to provenance.json); then provenance.json gets the list of the folder's files."""
     from superb.pipelines.ties import TIE_RULE
-    from superb.provenance import host, package_versions, project_commit
+    from superb.provenance import write as write_provenance
 
     provenance = {
         "spec": result.spec.raw, "spec_file": str(result.spec.source) if result.spec.source else None,
-        "dataset": result.dataset_provenance, "packages": package_versions(), "project": project_commit(),
-        "host": host(), "llm": result.llm_info, "timings": {**result.timings, **{
+        "dataset": result.dataset_provenance, "llm": result.llm_info, "timings": {**result.timings, **{
             f"pipeline:{n}": round(p.seconds, 3) for n, p in result.pipelines.items()}},
         "systems": systems, "ties": TIE_RULE,
     }
     if getattr(result, "sharding", None):  # a shard of a run, or a merge of shards (superb/shards.py, merge.py)
         provenance["sharding"] = result.sharding
-    path = out_dir / "provenance.json"
-    path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
+    path = write_provenance(out_dir, provenance)  # + packages, project (commit, dirty, diff), host; source.patch
     ship_responses(result, out_dir)  # responses.jsonl.gz: the LLM answers used, so the folder re-derives anywhere
     provenance = json.loads(path.read_text(encoding="utf-8"))  # with the shipped responses' summary
     if "shard" in (provenance.get("sharding") or {}):  # what `superb merge` checks the shard's files against

@@ -37,6 +37,7 @@ PLACEMENT_KEYS = (
     "output", "description",
     "llm.base_urls", "llm.api_key_env", "llm.concurrency", "llm.timeout_s", "llm.max_retries", "llm.backoff_s",
     "llm.cache", "llm.cache_path", "llm.prices", "llm.model_path", "llm.threads", "llm.n_parallel",
+    "llm.prompt_cache",
     "llm.max_failure_share",
 )
 

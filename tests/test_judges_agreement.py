@@ -112,16 +112,27 @@ def test_human_ceiling_rows_by_hand():
     ratings = pd.DataFrame(FLEISS, columns=["rater_1", "rater_2", "rater_3"])
     ratings["final"] = [0, 0, 1, 3]
     t = ag.human_ceiling(ratings).set_index(["a", "b"])
-    # rater_1 = [0,0,1,2], rater_2 = [0,0,1,3], rater_3 = [0,1,1,3], final = [0,0,1,3]
+    # rater_1 = [0,0,1,2], rater_2 = [0,0,1,3], rater_3 = [0,1,1,3]
     assert t.loc[("rater_1", "rater_2"), "agreement"] == pytest.approx(3 / 4)
     assert t.loc[("rater_1", "rater_3"), "agreement"] == pytest.approx(2 / 4)
-    assert t.loc[("rater_3", "final"), "agreement"] == pytest.approx(3 / 4)
-    assert t.loc[("rater_2", "final"), "agreement"] == pytest.approx(1.0)
+    # leave-one-out: rater_1 against round-down mean of rater_2, rater_3 = [0, 0.5->0, 1, 3] -> [0,0,1,3]: 3 of 4
+    assert t.loc[("rater_1", ag.OTHERS), "agreement"] == pytest.approx(3 / 4)
+    # rater_3 against rater_1, rater_2 = [0, 0, 1, 2.5->2]: [0,1,1,3] agrees on 2 of 4
+    assert t.loc[("rater_3", ag.OTHERS), "agreement"] == pytest.approx(2 / 4)
     assert t.loc[("all raters", "Fleiss"), "kappa"] == pytest.approx(25 / 49)
     assert t.loc[("all raters", "Fleiss"), "agreement"] == pytest.approx(2 / 4)
-    assert len(t) == 3 + 3 + 1
+    assert len(t) == 3 + 3 + 1 and "final" not in {b for _, b in t.index}  # never against the combined label
     with pytest.raises(ValueError, match="lacks columns"):
-        ag.human_ceiling(ratings.drop(columns=["final"]))
+        ag.human_ceiling(ratings.drop(columns=["rater_3"]))
+
+
+def test_others_consensus_rounds_ties_down_and_leaves_the_rater_out():
+    ratings = pd.DataFrame({"r1": [3, 3, 0, 2], "r2": [0, 1, 2, 2], "r3": [1, 2, 3, 2]})
+    assert ag.others_consensus(ratings, "r1", ["r1", "r2", "r3"]).tolist() == [0, 1, 2, 2]
+    assert ag.others_consensus(ratings, "r2", ["r1", "r2", "r3"]).tolist() == [2, 2, 1, 2]
+    assert ag.others_consensus(ratings, "r1", ["r1", "r2"]).tolist() == [0, 1, 2, 2]
+    with pytest.raises(ValueError, match="no other rater"):
+        ag.others_consensus(ratings, "r1", ["r1"])
 
 
 def test_agreement_summary_binary_threshold():

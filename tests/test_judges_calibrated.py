@@ -85,8 +85,13 @@ def test_unscored_pairs_are_left_out_and_counted_and_the_ceiling_is_on_the_same_
     assert all(str(cov[c].dtype).startswith("int") for c in ("pairs", "scored", "ok", "missing"))  # counts, not floats
     same = result.table[result.table["scope"].eq("the pairs yes scored") & result.table["split"].eq("test")]
     kept = ratings[ratings.qid.str.startswith("t") & ~ratings.qid.isin(["t0", "t1"])]
-    r1 = same.query("judge == 'human rater_1' and against == 'final'").iloc[0]
-    assert r1["n"] == 270 and r1["kappa"] == pytest.approx(agreement_summary(kept["final"], kept["rater_1"])["kappa"])
+    r1 = same.query("judge == 'human rater_1' and against == 'rater_2'").iloc[0]
+    assert r1["n"] == 270 and r1["kappa"] == pytest.approx(agreement_summary(kept["rater_2"], kept["rater_1"])["kappa"])
+    loo = same.query("judge == 'human rater_1' and against == \"others' consensus\"").iloc[0]
+    consensus = np.floor((kept["rater_2"] + kept["rater_3"]) / 2.0)  # mean of the others, ties to the lower grade
+    assert loo["n"] == 270 and loo["kappa_linear"] == pytest.approx(
+        agreement_summary(consensus.astype(int), kept["rater_1"])["kappa_linear"])
+    assert not (same["against"] == "final").any()  # no rater against a combined label that includes the rater
     fleiss = same.query("judge == 'humans (Fleiss)'").iloc[0]
     assert fleiss["kappa"] == pytest.approx(fleiss_kappa(kept[["rater_1", "rater_2", "rater_3"]].to_numpy()))
     everything = result.table[result.table["scope"].eq("all rated test pairs")]
@@ -138,3 +143,40 @@ def test_bad_inputs_are_named():
         study(ratings.drop(columns="final"), scores)
     with pytest.raises(ValueError, match=r"ensemble 'e': member 'nope' has no scores"):
         study(ratings, scores, ensembles={"e": Ensemble(["grade", "nope"])})
+
+
+def test_per_grade_precision_recall_sit_beside_kappa():
+    ratings, scores = ratings_and_scores(5)
+    result = study(ratings, scores)
+    row = result.table.query("judge == 'grade' and split == 'test' and against == 'final'").iloc[0]
+    test = ratings[ratings.qid.str.startswith("t")].merge(scores["grade"], on=["qid", "docno"])
+    predicted = result.calibrations["grade"].apply(test["score"])
+    for grade in range(4):
+        given, true = predicted == grade, test["final"].to_numpy() == grade
+        assert row[f"predicted_{grade}"] == given.sum()
+        assert row[f"precision_{grade}"] == pytest.approx((given & true).sum() / given.sum())
+        assert row[f"recall_{grade}"] == pytest.approx((given & true).sum() / true.sum())
+    assert "precision / recall per grade (0, 1, 2, 3)" in format_markdown(result)
+
+
+def test_a_collapsed_grade_is_named_with_why_and_the_reachable_fit():
+    """Scores that cannot tell grades 1 and 2 apart: the kappa optimum gives one of them no score range; the study
+    names it, says why, and reports what the best fit keeping every grade scores on dev."""
+    ratings, _ = ratings_and_scores(6)
+    coarse = np.where(ratings["final"] == 0, 0.1, np.where(ratings["final"] == 3, 0.9, 0.5))
+    coarse[(ratings["final"] == 3).to_numpy() & (np.arange(len(ratings)) % 20 == 0)] = 0.95  # a 4th score value
+    scores = {"flat": ratings[["qid", "docno"]].assign(score=coarse, status="ok")}
+    result = study(ratings, scores)
+    lost = result.collapsed["flat"]
+    assert lost["grades"] and set(lost["grades"]) <= {1, 2}
+    assert lost["reachable_dev_kappa"] <= lost["dev_kappa"]
+    assert len(set(lost["reachable_cuts"])) == 3
+    note = next(n for n in result.notes if n.startswith("flat: COLLAPSED"))
+    assert "never assigned" in note and "best fit that keeps every grade" in note
+    row = result.table.query("judge == 'flat' and split == 'test' and against == 'final'").iloc[0]
+    assert str(lost["grades"][0]) in row["never_given"]
+    assert all(row[f"predicted_{g}"] == 0 for g in lost["grades"])
+    reachable = KappaCutSearch(reachable=True).fit(
+        scores["flat"].merge(ratings)[lambda f: f.qid.str.startswith("d")]["score"],
+        ratings[ratings.qid.str.startswith("d")]["final"])
+    assert reachable.cuts == tuple(lost["reachable_cuts"])

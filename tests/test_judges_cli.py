@@ -144,7 +144,8 @@ def test_human_ceiling_on_chorus_without_llm(home, monkeypatch):
     fleiss = table[table["a"] == "all raters vs Fleiss"].iloc[0]
     # SOURCE.md: 3,188 pairs rated by three annotators, all three agree on 2,278
     assert fleiss["n"] == 3188 and fleiss["agreement"] == pytest.approx(2278 / 3188)
-    assert len(table) == 7 and (home / "humans" / "humans" / "rater_1_vs_final.png").is_file()
+    assert len(table) == 7 and (home / "humans" / "humans" / "rater_1_vs_others.png").is_file()
+    assert not (home / "humans" / "humans" / "rater_1_vs_final.png").exists()  # no rater vs a label including it
 
 
 def test_pairwise_study_from_a_spec_on_wands(home):

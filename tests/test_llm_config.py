@@ -91,3 +91,14 @@ def test_max_failure_share_bounds_the_accepted_failures():
                                              "0; their components used counted fallbacks")
     lenient = LLMConfig(max_failure_share=0.05)
     assert lenient.failure_excess(5, 100) is None and lenient.failure_excess(6, 100) is not None
+
+
+def test_prompt_cache_is_a_boolean_placement_option():
+    """[llm] prompt_cache: on by default (today's embedded server), false evaluates every prompt from scratch; it says
+    how the server computes, not what is asked, so it is no part of the shard spec digest (nor of the cache key)."""
+    from superb.shards import PLACEMENT_KEYS
+
+    assert LLMConfig().prompt_cache is True
+    assert LLMConfig.from_spec({"prompt_cache": False}).prompt_cache is False
+    assert "llm.prompt_cache: expected true or false, found str 'no'" in error_of({"prompt_cache": "no"})
+    assert "llm.prompt_cache" in PLACEMENT_KEYS

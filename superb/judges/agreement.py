@@ -10,6 +10,8 @@ Definitions (k = number of labels, positions 0..k-1 in the label set):
   1 - sum(w * O) / sum(w * E), disagreement weights w_ij = |i-j|/(k-1) ("linear") or (i-j)^2/(k-1)^2 ("quadratic"),
   O the observed and E the chance-expected joint distribution. Undefined (NaN) when the chance disagreement is zero,
   e.g. both labellers always give the same single label.
+- human ceiling: each rater against the consensus of the OTHER raters (leave-one-out: mean of their labels rounded,
+  ties down) and rater against rater; never against a combined label that includes the rater.
 - Fleiss' kappa for m >= 2 raters per item: (P_bar - P_e) / (1 - P_e), P_i the agreeing rater pairs of item i.
 - Pairwise study ("check twice"): on pairs of products of one query whose human grades differ, a judge answers
   A, B or nothing. precision = agreeing decisions / decisions made; recall = decisions made / pairs asked.
@@ -24,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 LABELS: tuple[int, ...] = (0, 1, 2, 3)
+OTHERS = "others' consensus"  # the human ceiling's reference for one rater: the other raters (others_consensus)
 WEIGHTS = ("none", "linear", "quadratic")
 
 
@@ -152,21 +155,41 @@ def agreement_summary(truth, pred, labels: Sequence[int] = LABELS, rel_threshold
     return out
 
 
+def others_consensus(ratings: pd.DataFrame, rater: str, raters: Sequence[str],
+                     labels: Sequence[int] = LABELS) -> np.ndarray:
+    """The consensus of the raters OTHER than ``rater`` on each item: the mean of their labels rounded to the nearest
+    label, a tie (x.5, two others one grade apart) going to the LOWER label; with one other rater, that rater's label.
+    Rounding down is a stated convention (the combined label of a data set may use another rule); the human
+    ceiling reports it beside every rater pair, which needs no rule."""
+    others = [r for r in raters if r != rater]
+    if not others:
+        raise ValueError(f"no other rater than {rater!r} among {list(raters)}")
+    pos = np.column_stack([_positions(ratings[r].tolist(), labels, r) for r in others])
+    mean = pos.mean(axis=1)
+    return np.asarray(labels)[np.ceil(mean - 0.5).astype(int)]
+
+
 def human_ceiling(ratings: pd.DataFrame, raters: Sequence[str] = ("rater_1", "rater_2", "rater_3"),
-                  final: str | None = "final", labels: Sequence[int] = LABELS) -> pd.DataFrame:
-    """How much humans agree with each other: one row per rater pair and per rater vs the combined label (columns
-    a, b, n, agreement, kappa, kappa_linear, kappa_quadratic), plus a row a="all raters", b="Fleiss" whose `kappa`
-    is Fleiss' kappa and `agreement` the share of items on which every rater gave the same label."""
-    needed = list(raters) + ([final] if final else [])
-    missing = [c for c in needed if c not in ratings.columns]
+                  labels: Sequence[int] = LABELS, rel_threshold: int | None = None) -> pd.DataFrame:
+    """How much humans agree with each other: one row per rater pair, one per rater against the consensus of the
+    OTHER raters (``others_consensus``; b = "others' consensus"), never against a combined label that includes the
+    rater; plus a row a="all raters", b="Fleiss" whose `kappa` is Fleiss' kappa and `agreement` the share of items
+    on which every rater gave the same label. Columns: a, b, n, agreement, kappa, kappa_linear, kappa_quadratic (and
+    the binary ones with ``rel_threshold``)."""
+    missing = [c for c in raters if c not in ratings.columns]
     if missing:
         raise ValueError(f"ratings frame lacks columns {missing}; found {list(ratings.columns)}")
     if len(raters) < 2:
         raise ValueError(f"human_ceiling needs at least two rater columns, got {list(raters)}")
     rows = []
-    pairs = list(itertools.combinations(raters, 2)) + ([(r, final) for r in raters] if final else [])
-    for a, b in pairs:
-        rows.append({"a": a, "b": b, **agreement_summary(ratings[a].tolist(), ratings[b].tolist(), labels)})
+    for a, b in itertools.combinations(raters, 2):
+        rows.append({"a": a, "b": b, **agreement_summary(ratings[a].tolist(), ratings[b].tolist(), labels,
+                                                         rel_threshold)})
+    if len(raters) > 2:
+        for a in raters:
+            consensus = others_consensus(ratings, a, raters, labels).tolist()
+            rows.append({"a": a, "b": OTHERS, **agreement_summary(consensus, ratings[a].tolist(), labels,
+                                                                  rel_threshold)})
     values = ratings[list(raters)].to_numpy()
     rows.append({"a": "all raters", "b": "Fleiss", "n": len(ratings),
                  "agreement": float(np.mean([len(set(r)) == 1 for r in values.tolist()])),

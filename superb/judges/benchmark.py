@@ -212,8 +212,9 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
         "fields": fields, "rel_threshold": int(rel_threshold), "labels": list(judge.labels),
         "counts": counts, "stats": dict(stats),
     }
-    (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
-                                            encoding="utf-8")
+    from superb.provenance import write as write_provenance
+
+    write_provenance(folder, provenance)  # + packages, project (commit, dirty, diff), host
     return {"folder": str(folder), "load_config": load_config(folder) if docs == "copy" else None, "counts": counts,
             "stats": dict(stats)}
 

@@ -13,9 +13,16 @@ human ratings (qid, docno, rater_1..rater_m, final):
 4. an honest dev estimate too (rows with split "dev-cv"): ``folds``-fold cross-validation over dev QUERIES (cut
    points fitted on the other folds' pairs, applied to the held-out fold's), useful while the test pairs are not
    scored yet; its intervals resample dev queries;
-5. the human ceiling on the same pairs: each rater against the combined label, every rater pair, Fleiss' kappa of
-   all raters, with the same intervals, per split, on all rated pairs of the split and, where a judge scored only
+5. the human ceiling on the same pairs: each rater against the consensus of the OTHER raters (leave-one-out,
+   superb.judges.agreement.others_consensus; never against the combined label, which includes the rater), every
+   rater pair, Fleiss' kappa of all raters, with the same intervals, per split, on all rated pairs of the split and, where a judge scored only
    part of them (e.g. a cache still filling), on exactly the pairs that judge was measured on.
+
+Every row carries per-grade precision and recall (``precision_L``, ``recall_L``, ``predicted_L`` for each label L,
+the row's first label column being the reference) next to its kappas, and the labels it never gives
+(``never_given``). A calibrated judge whose dev cut points leave a grade without any dev score (equal cut points, or
+none between them) has that grade COLLAPSED: the study names it with the reason and the dev kappa of the best fit that
+keeps every grade (``KappaCutSearch(reachable=True)``) in ``collapsed`` and in the notes.
 
 Ensembles (``Ensemble``) are fitted on the dev pairs every member scored, then calibrated like a judge.
 """
@@ -30,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from superb.judges.agreement import LABELS, confusion_matrix, per_label
+from superb.judges.agreement import LABELS, OTHERS, confusion_matrix, others_consensus, per_label
 from superb.judges.bootstrap import QueryBootstrap, agreement_intervals, fleiss_intervals
 from superb.judges.calibration import Ensemble, KappaCutSearch
 
@@ -46,6 +53,7 @@ class CalibratedStudy:
     confusion: dict[str, dict[str, pd.DataFrame]]  # judge -> against -> confusion (rows human, columns judge; test)
     calibrations: dict[str, object]  # judge -> the calibrator fitted on all dev pairs
     coverage: pd.DataFrame  # judge, split, pairs, scored, and one column per status
+    collapsed: dict[str, dict] = field(default_factory=dict)  # judge -> grades, why, reachable_cuts, reachable_dev_kappa
     notes: list[str] = field(default_factory=list)
 
 
@@ -80,27 +88,81 @@ def cross_validated_labels(frame: pd.DataFrame, make_calibrator: Callable[[], ob
     return out
 
 
+def per_grade(truth, predicted, labels=LABELS) -> dict:
+    """precision_L, recall_L, predicted_L for every label L (NaN precision for a label never given, NaN recall for
+    one never true), and never_given: the labels ``predicted`` never holds, e.g. "2" (empty string: none)."""
+    table = per_label(list(truth), list(predicted), labels)
+    out: dict = {}
+    for r in table.itertuples(index=False):
+        out.update({f"precision_{r.label}": r.precision, f"recall_{r.label}": r.recall,
+                    f"predicted_{r.label}": int(r.predicted)})
+    out["never_given"] = ", ".join(str(r.label) for r in table.itertuples(index=False) if r.predicted == 0)
+    return out
+
+
 def _rows(judge: str, split: str, frame: pd.DataFrame, predicted: np.ndarray, raters: list[str],
           bootstrap: QueryBootstrap, labels, extra: dict) -> list[dict]:
     rows = []
     for against in [FINAL] + raters:
         stats = agreement_intervals(frame["qid"].tolist(), frame[against].tolist(), predicted.tolist(), labels,
                                     bootstrap)
-        rows.append({"judge": judge, "split": split, "against": against, **stats, **extra})
+        rows.append({"judge": judge, "split": split, "against": against, **stats,
+                     **per_grade(frame[against], predicted, labels), **extra})
     return rows
+
+
+def collapsed_grades(calibrator, dev: pd.DataFrame, make_calibrator: Callable[..., object], labels=LABELS) -> dict:
+    """The grades the fitted cut points leave without any dev score, why, and what keeping them costs on dev (the
+    best fit with every grade reachable); {} when every grade keeps a dev score."""
+    cuts = getattr(calibrator, "cuts", None)
+    if cuts is None:
+        return {}
+    given = set(np.asarray(calibrator.apply(dev["score"])).tolist())
+    bounds = [-np.inf, *cuts, np.inf]
+    grades, why = [], []
+    for j, label in enumerate(labels):
+        if label in given:
+            continue
+        grades.append(int(label))
+        low, high = bounds[j], bounds[j + 1]
+        if low == high:
+            why.append(f"grade {label}: cut points {j} and {j + 1} are equal ({low:.4g}), so no score maps to it")
+        else:
+            why.append(f"grade {label}: no dev score lies in [{low:.4g}, {high:.4g})")
+    if not grades:
+        return {}
+    out = {"grades": grades, "why": "; ".join(why),
+           "fit": f"the cut points maximise {getattr(calibrator, 'weights', '')}-weighted kappa against the combined "
+                  f"label on the dev pairs, and that optimum gives {'this grade' if len(grades) == 1 else 'these grades'}"
+                  " no score range"}
+    try:
+        alt = make_calibrator(reachable=True).fit(dev["score"], dev[FINAL])
+    except (TypeError, ValueError) as e:  # a calibrator without the option, or too few distinct dev scores
+        out["reachable"] = f"no reachable fit: {e}"
+        return out
+    held = np.asarray(alt.apply(dev["score"]))
+    out.update(reachable_cuts=[float(c) for c in alt.cuts], reachable_dev_kappa=float(alt.dev_kappa),
+               dev_kappa=float(getattr(calibrator, "dev_kappa", np.nan)),
+               reachable_dev_pairs={str(g): int((held == g).sum()) for g in grades})
+    return out
 
 
 def ceiling_rows(ratings: pd.DataFrame, split: str, scope: str, bootstrap: QueryBootstrap,
                  labels=LABELS) -> list[dict]:
-    """The human ceiling on ``ratings`` (one split's pairs): each rater vs the combined label, rater pairs, Fleiss."""
+    """The human ceiling on ``ratings`` (one split's pairs): each rater vs the consensus of the OTHER raters
+    (leave-one-out, superb.judges.agreement.others_consensus), every rater pair, Fleiss; never a rater against the
+    combined label, which includes that rater."""
     raters = _raters(ratings)
     if ratings.empty:
         return []
     qids = ratings["qid"].tolist()
     rows = []
-    for a, b in [(r, FINAL) for r in raters] + list(itertools.combinations(raters, 2)):
-        stats = agreement_intervals(qids, ratings[b].tolist(), ratings[a].tolist(), labels, bootstrap)
-        rows.append({"judge": f"human {a}", "split": split, "against": b, "scope": scope, **stats})
+    references = {r: others_consensus(ratings, r, raters, labels) for r in raters} if len(raters) > 2 else {}
+    for a, b in [(r, OTHERS) for r in references] + list(itertools.combinations(raters, 2)):
+        reference = references[a] if b == OTHERS else ratings[b].to_numpy()
+        stats = agreement_intervals(qids, reference.tolist(), ratings[a].tolist(), labels, bootstrap)
+        rows.append({"judge": f"human {a}", "split": split, "against": b, "scope": scope, **stats,
+                     **per_grade(reference, ratings[a], labels)})
     fleiss = fleiss_intervals(qids, ratings[raters].to_numpy(), labels, bootstrap)
     rows.append({"judge": "humans (Fleiss)", "split": split, "against": "all raters", "scope": scope,
                  "n": fleiss["n"], "queries": fleiss["queries"], "agreement": fleiss["agreement"],
@@ -160,7 +222,7 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         for split, part in m.groupby("split"):
             coverage.append({"judge": name, "split": split, "pairs": len(part),
                              "scored": int(part["score"].notna().sum()), **part["status"].value_counts().to_dict()})
-    rows, out_labels, per_labels, confusions, calibrations, notes = [], {}, {}, {}, {}, []
+    rows, out_labels, per_labels, confusions, calibrations, notes, collapsed = [], {}, {}, {}, {}, [], {}
     for name, m in merged.items():
         scored = m[m["score"].notna()]
         dev, test = scored[scored["split"] == "dev"], scored[scored["split"] == "test"]
@@ -169,6 +231,22 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
             continue
         calibrator = make_calibrator().fit(dev["score"], dev[FINAL])
         calibrations[name] = calibrator
+        lost = collapsed_grades(calibrator, dev, make_calibrator, labels)
+        if lost:
+            collapsed[name] = lost
+            if "reachable_cuts" in lost:
+                held = ", ".join(f"grade {g}: {n}" for g, n in lost["reachable_dev_pairs"].items())
+                keep = (f"; the best fit that keeps every grade (cuts "
+                        f"{', '.join(f'{c:.6g}' for c in lost['reachable_cuts'])}; dev pairs given the collapsed "
+                        f"grade{'s' if len(lost['grades']) > 1 else ''}: {held}) has dev-fit kappa "
+                        f"{lost['reachable_dev_kappa']:.4f} instead of {lost['dev_kappa']:.4f}: the score does not "
+                        f"separate {'that grade' if len(lost['grades']) == 1 else 'those grades'} from its neighbours")
+            else:
+                keep = f"; {lost.get('reachable', '')}"
+            notes.append(f"{name}: COLLAPSED grade{'s' if len(lost['grades']) > 1 else ''} "
+                         f"{', '.join(map(str, lost['grades']))} (never assigned): {lost['why']}. Why: "
+                         f"{lost['fit']}{keep}. Its rows show no precision for "
+                         f"{'that grade' if len(lost['grades']) == 1 else 'those grades'}.")
         extra = {"cuts": calibrator.describe(), "dev_n": len(dev), "dev_queries": dev["qid"].nunique(),
                  "dev_fit_kappa_linear": getattr(calibrator, "dev_kappa", np.nan),
                  "unscored": int((m["split"] == "test").sum() - len(test))}
@@ -202,7 +280,7 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         rows += ceiling_rows(part, split, f"all rated {split} pairs", bootstrap, labels)
     table = pd.DataFrame(rows)
     return CalibratedStudy(table=table, labels=out_labels, per_label=per_labels, confusion=confusions,
-                           calibrations=calibrations, coverage=_counts(coverage), notes=notes)
+                           calibrations=calibrations, collapsed=collapsed, coverage=_counts(coverage), notes=notes)
 
 
 def _counts(coverage: list[dict]) -> pd.DataFrame:
@@ -223,15 +301,27 @@ def _cell(row: pd.Series, stat: str) -> str:
     return f"{value:.3f} [{low:.2f}, {high:.2f}]"
 
 
+def _grades(row: pd.Series, grades: list[str]) -> str:
+    def f(v) -> str:
+        return "-" if v is None or pd.isna(v) else f"{v:.2f}"
+    if all(pd.isna(row.get(f"precision_{g}")) and pd.isna(row.get(f"recall_{g}")) for g in grades):
+        return ""  # e.g. Fleiss' kappa: no labeller against a reference
+    return " · ".join(f"{g}: {f(row.get(f'precision_{g}'))}/{f(row.get(f'recall_{g}'))}" for g in grades)
+
+
 def format_markdown(study: CalibratedStudy) -> str:
     t = study.table
+    grades = [c[len("precision_"):] for c in t.columns if c.startswith("precision_")]
     lines = ["| judge | split | against | n | queries | exact agreement | kappa | linear kappa | quadratic kappa | "
-             "cut points (dev) | unscored |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+             f"precision / recall per grade ({', '.join(grades)}) | never given | cut points (dev) | unscored |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|"]
     for _, r in t.iterrows():
         cuts = r.get("cuts") if isinstance(r.get("cuts"), str) else (r.get("scope") or "")
         unscored = r.get("unscored")
+        never = r.get("never_given")
         lines.append(f"| {r['judge']} | {r['split']} | {r['against']} | {int(r['n'])} | {int(r['queries'])} | "
                      + " | ".join(_cell(r, s) for s in STATS)
+                     + f" | {_grades(r, grades)} | {never if isinstance(never, str) else ''}"
                      + f" | {cuts} | {'' if unscored is None or pd.isna(unscored) else int(unscored)} |")
     cov = ["| judge | split | pairs | scored | statuses |", "|---|---|---:|---:|---|"]
     status_cols = [c for c in study.coverage.columns if c not in ("judge", "split", "pairs", "scored")]
@@ -242,8 +332,15 @@ def format_markdown(study: CalibratedStudy) -> str:
              "points fitted on ALL scored dev pairs (linear-weighted kappa against the combined label), applied "
              "unchanged. dev-cv rows: out-of-fold labels, cut points fitted on the other dev queries' pairs (the "
              "cut points column shows those fitted on ALL dev pairs, which the test rows use). "
-             "Human rows: the rater (judge column) against the combined label or another rater, on the scope in the "
-             "last-but-one column; Fleiss: kappa = Fleiss' kappa, agreement = share of unanimous pairs.")
+             "Precision / recall per grade: of the pairs the row's labeller (judge column) gives that grade, the "
+             "share the reference (against column) also gives it / of the pairs the reference gives it, the share "
+             "the labeller finds; '-' = the grade is never given (no precision) or never in the reference. "
+             "Human rows: the rater (judge column) against the consensus of the OTHER raters (their mean label "
+             "rounded, ties to the lower grade: a leave-one-out ceiling; never a combined label that includes the "
+             "rater) or against another rater, on the scope in the cut points column; Fleiss: kappa = Fleiss' "
+             "kappa, agreement = share of unanimous pairs. A judge's row against the combined label compares it with "
+             "all three raters' label; its rows against one rater are the like-for-like comparison with the "
+             "rater-against-rater rows.")
     extra = "".join(f"- {n}\n" for n in study.notes)
     return ("\n".join(lines) + "\n\n" + notes + "\n\n## Coverage\n\n" + "\n".join(cov) + "\n"
             + (f"\n## Notes\n\n{extra}" if extra else ""))

@@ -136,6 +136,7 @@ def calibration_record(study, info: dict, ensembles: dict, *, model: str | None,
         if calibrator is not None:
             entry.update({"cuts": list(calibrator.cuts), "weights": weights, "dev_n": calibrator.n_dev,
                           "dev_kappa": calibrator.dev_kappa})
+            entry["collapsed"] = study.collapsed.get(name) or None  # grades the cut points never assign, and why
         record[name] = entry
     return record
 

@@ -12,7 +12,9 @@ pairs): k-1 non-decreasing cut points c_1 <= ... <= c_{k-1} over the label set l
 between the labels they give and the human labels of the dev pairs. The search is EXHAUSTIVE over a candidate grid:
 
 1. candidates: the midpoints between consecutive distinct dev scores, plus one cut below every score and one above
-   every score (so any label may end up unused). With more than ``max_candidates`` midpoints, the midpoints at
+   every score (so any label may end up unused). With ``reachable=True`` only strictly increasing midpoints are
+   chosen, so every label keeps a score interval that holds at least one dev score (the reported alternative when
+   the unconstrained optimum collapses a grade). With more than ``max_candidates`` midpoints, the midpoints at
    ``max_candidates`` evenly spaced positions of the sorted distinct scores are kept (documented coarsening).
 2. every non-decreasing choice of k-1 candidates is scored (4 labels, 200 midpoints + 2: 1,394,204 choices), from
    cumulative per-label counts: kappa telescopes into one precomputed number per cut (see ``_kappas``), vectorised.
@@ -92,7 +94,8 @@ class FixedCuts(_Cuts):
 class KappaCutSearch(_Cuts):
     """Cut points maximising weighted kappa on the dev pairs (see the module docstring for the search)."""
 
-    def __init__(self, weights: str = "linear", labels: Sequence[int] = LABELS, max_candidates: int = 200):
+    def __init__(self, weights: str = "linear", labels: Sequence[int] = LABELS, max_candidates: int = 200,
+                 reachable: bool = False):
         if weights not in WEIGHTS:
             raise ValueError(f"KappaCutSearch: weights={weights!r}; use one of {list(WEIGHTS)}")
         if int(max_candidates) < 1:
@@ -100,12 +103,14 @@ class KappaCutSearch(_Cuts):
         self.weights = weights
         self.labels = tuple(int(x) for x in labels)
         self.max_candidates = int(max_candidates)
+        self.reachable = bool(reachable)
         self.cuts = None
         self.dev_kappa = float("nan")
         self.n_dev = self.n_candidates = self.n_choices = 0
 
     def __repr__(self) -> str:
-        return f"KappaCutSearch(weights={self.weights!r}, cuts=({self.describe()}), dev_kappa={self.dev_kappa:.3f})"
+        return (f"KappaCutSearch(weights={self.weights!r}, reachable={self.reachable}, cuts=({self.describe()}), "
+                f"dev_kappa={self.dev_kappa:.3f})")
 
     def candidates(self, scores: np.ndarray) -> np.ndarray:
         values = np.unique(scores)
@@ -139,7 +144,13 @@ class KappaCutSearch(_Cuts):
         total = onehot.sum(axis=0)
         w = _disagreement_weights(k, self.weights)
         best, best_choice, n_choices = -np.inf, None, 0
-        choices = itertools.combinations_with_replacement(range(len(cand)), k - 1)
+        if self.reachable:  # strictly increasing midpoints: every label keeps a score interval holding a dev score
+            if len(cand) - 2 < k - 1:
+                raise ValueError(f"reachable cut points need {k - 1} distinct midpoints, the dev scores give "
+                                 f"{len(cand) - 2} ({len(np.unique(x))} distinct scores)")
+            choices = itertools.combinations(range(1, len(cand) - 1), k - 1)
+        else:
+            choices = itertools.combinations_with_replacement(range(len(cand)), k - 1)
         while True:
             chunk = np.fromiter(itertools.chain.from_iterable(itertools.islice(choices, CHUNK)), dtype=np.int64)
             if chunk.size == 0:

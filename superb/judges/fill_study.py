@@ -28,6 +28,9 @@ import pandas as pd
 
 from superb.judges.fill import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE, Folder,
                                 FillOptions)
+from superb.provenance import record_code
+
+FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
 
 
 def filled_qrels(human: pd.DataFrame, llm: pd.DataFrame) -> pd.DataFrame:
@@ -166,7 +169,8 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
     provenance = dict(folder.provenance)
     provenance["fill"] = {**run, "fingerprint": fingerprint,
                           "views_changed": int(changes["changed"].sum()) if len(changes) else 0,
-                          "label_study": taus.to_dict("records")}
+                          "label_study": taus.to_dict("records"),
+                          "project": record_code(out, FILL_PATCH)}  # the code of the fill, which may differ
     if shipped is not None:
         provenance["responses"] = shipped
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())

@@ -55,16 +55,11 @@ def ceiling_rows(ratings: pd.DataFrame, labels: Sequence[int], rel: int | None, 
     if ratings.empty:
         return []
     raters = [c for c in ratings.columns if c.startswith("rater_")]
-    table = human_ceiling(ratings, raters=raters, final="final" if "final" in ratings.columns else None,
-                          labels=labels)
+    table = human_ceiling(ratings, raters=raters, labels=labels, rel_threshold=rel)
     rows = []
     for r in table.to_dict("records"):
         a, b = r.pop("a"), r.pop("b")
-        row = {"a": f"{a} vs {b}", "b": f"humans, {scope}", **r}
-        if rel is not None and b != "Fleiss":
-            binary = agreement_summary(ratings[a].tolist(), ratings[b].tolist(), labels, rel)
-            row.update(binary_agreement=binary["binary_agreement"], binary_kappa=binary["binary_kappa"])
-        rows.append(row)
+        rows.append({"a": f"{a} vs {b}", "b": f"humans, {scope}", **r})
     return rows
 
 
@@ -84,7 +79,9 @@ def format_markdown(frame: pd.DataFrame) -> str:
         cells.append("" if d is None or (isinstance(d, float) and np.isnan(d)) else str(int(d)))
         lines.append("| " + " | ".join(cells) + " |")
     notes = ("kappa: Cohen's kappa (unweighted; linear and quadratic weights) between the two label columns; for "
-             "'all raters vs Fleiss' the kappa is Fleiss' kappa and the agreement the share of unanimous pairs. "
+             "'all raters vs Fleiss' the kappa is Fleiss' kappa and the agreement the share of unanimous pairs; "
+             "'rater vs others' consensus': the rater against the other raters' mean label, rounded, ties down "
+             "(the human ceiling never compares a rater with a combined label that includes that rater). "
              "Binary: relevant = label >= the threshold. Default labels: pairs whose judge label is a counted "
              "fallback (unparseable answer or failed call).")
     return "\n".join(lines) + "\n\n" + notes + "\n"

@@ -53,6 +53,7 @@ from superb.judges.report import (agreement_frame, aligned, ceiling_rows, confus
                                   judge_rows)
 from superb.judges.spec import JudgeSpec
 from superb.llm.connect import open_for_spec
+from superb.provenance import write as write_provenance
 
 
 def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataFrame:
@@ -220,8 +221,7 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
                   "mode": mode, "variants": _jsonable(variants),
                   "counts": {"queries": len(topics), "pairs": len(pool)}, "responses": shipped,
                   "seconds": round(time.perf_counter() - t0, 2)}
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
+    write_provenance(out, provenance)  # + packages, project (commit, dirty, diff), host; the one writer
     return {"folder": str(out), "agreement": table, "variants": variants}
 
 
@@ -245,7 +245,7 @@ def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, ll
     provenance = json.loads(prov_file.read_text(encoding="utf-8"))
     provenance.update({"spec": _jsonable(_spec_dict(spec)), "llm": llm_info,
                        "seconds": round(time.perf_counter() - t0, 2)})
-    prov_file.write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_provenance(out_dir, provenance, environment_of=provenance)  # what build_benchmark measured
     return {**result, "seconds": provenance["seconds"]}
 
 
@@ -342,12 +342,19 @@ def _of_split(topics: pd.DataFrame, split: str) -> pd.DataFrame:
 
 
 def _rater_heatmaps(ratings: pd.DataFrame, labels, out: Path, name: str) -> None:
-    """Confusion heatmaps of each rater against the combined label, on all rated pairs."""
-    if "final" not in ratings.columns:
+    """Confusion heatmaps of each rater against the consensus of the OTHER raters (the leave-one-out human ceiling,
+    superb.judges.agreement.others_consensus), on all rated pairs."""
+    from superb.judges.agreement import others_consensus
+
+    raters = [c for c in ratings.columns if c.startswith("rater_")]
+    if len(raters) < 3:
         return
-    for col in [c for c in ratings.columns if c.startswith("rater_")]:
-        confusion_heatmap(ratings["final"], ratings[col], labels, out / "humans" / f"{col}_vs_final.png",
-                          f"{name}: {col} vs final (n={len(ratings)})", axes=("final (combined) label", col))
+    ratings = ratings.dropna(subset=raters).astype({r: int for r in raters})
+    for col in raters:
+        consensus = others_consensus(ratings, col, raters, labels)
+        confusion_heatmap(consensus, ratings[col], labels, out / "humans" / f"{col}_vs_others.png",
+                          f"{name}: {col} vs the other raters (n={len(ratings)})",
+                          axes=("other raters' consensus", col))
 
 
 def _check_scale(judge_labels, human_labels, label_map) -> None:

@@ -22,6 +22,9 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--n-parallel", type=int, default=1, help="server slots (default 1: best on 2 cores)")
     serve.add_argument("--threads", type=int, default=2)
     serve.add_argument("--n-ctx", type=int, default=4096)
+    serve.add_argument("--no-prompt-cache", action="store_true",
+                       help="evaluate every prompt from scratch: answers independent of the order of requests, "
+                            "slower ([llm] prompt_cache = false; docs/reproducibility.md)")
     serve.set_defaults(func=_serve)
 
     check = sub.add_parser("check", help="make one real call through the configured endpoint and report it")
@@ -58,7 +61,7 @@ def _serve(args: argparse.Namespace) -> int:
     spec = MODELS[args.model]
     path = resolve_model(args.model)
     with EmbeddedServer(path, spec.alias, n_ctx=args.n_ctx, n_parallel=args.n_parallel, threads=args.threads,
-                        port=args.port) as server:
+                        port=args.port, prompt_cache=not args.no_prompt_cache) as server:
         print(f"serving {spec.alias} ({path}) at {server.base_url} (ready in {server.startup_s:.1f} s)", flush=True)
         print(f'use it with: [llm] model = "{spec.alias}", base_urls = ["{server.base_url}"]; Ctrl-C to stop',
               flush=True)

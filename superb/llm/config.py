@@ -38,6 +38,7 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "n_ctx": ((int,), "an integer >= 256"),
     "threads": ((int,), "an integer >= 1"),
     "n_parallel": ((int,), "an integer >= 1"),
+    "prompt_cache": ((bool,), "true or false"),
 }
 _OPTIONAL = frozenset({"model", "temperature", "seed", "cache_path", "model_path"})
 # key, low, high, the allowed range in words (checked after the types)
@@ -82,6 +83,11 @@ class LLMConfig:
     n_ctx: int = 4096
     threads: int = 2
     n_parallel: int = 1  # server slots of the embedded server (see bench/llm_client.py for why 1 on 2 cores)
+    # embedded server: reuse the KV cache of the previous request's common prefix. Faster, but an answer's logprobs
+    # then depend on which request came before (the prefix is not re-evaluated in the same batches); false evaluates
+    # every prompt from scratch, so a re-run in another order or from a partly filled cache gives the same numbers
+    # (bench/drift.py measures both: results/bench/drift.md)
+    prompt_cache: bool = True
 
     def __post_init__(self) -> None:
         self.validate()

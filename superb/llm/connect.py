@@ -77,7 +77,8 @@ def connect(config: LLMConfig, *, usage: Usage | None = None) -> tuple[LLMClient
             # Queue on the client rather than in the server, so queued requests do not run down their timeout.
             config = config.with_(model=model_id(config), concurrency=min(config.concurrency, config.n_parallel))
             info = {"model": config.model, "endpoints": [], **info, "embedded": True, "server_started": False,
-                    "n_parallel": config.n_parallel, "threads": config.threads, "n_ctx": config.n_ctx}
+                    "n_parallel": config.n_parallel, "threads": config.threads, "n_ctx": config.n_ctx,
+                    "prompt_cache": config.prompt_cache}
             start = _embedded_starter(config, key, stack, info)
         else:
             info = {"model": config.model, "endpoints": list(config.base_urls), **info, "embedded": False}
@@ -131,14 +132,15 @@ def _embedded_starter(config: LLMConfig, key: str, stack: ExitStack,
         if served is not None:
             # the serving process chose its own threads, context and slots: not this spec's (unknown here)
             info.update(server_started=False, endpoints=list(served), served_by=f"{EMBEDDED_URL_ENV} (superb llm serve)",
-                        threads=None, n_ctx=None, n_parallel=None)
+                        threads=None, n_ctx=None, n_parallel=None, prompt_cache=None)
             return config.with_(base_urls=served)
         from superb.llm.model import resolve_model
         from superb.llm.server import EmbeddedServer
 
         path = resolve_model(key, config.model_path)
         server = stack.enter_context(EmbeddedServer(path, config.model, n_ctx=config.n_ctx,
-                                                    n_parallel=config.n_parallel, threads=config.threads))
+                                                    n_parallel=config.n_parallel, threads=config.threads,
+                                                    prompt_cache=config.prompt_cache))
         info.update(server_started=True, endpoints=[server.base_url], model_file=str(path),
                     startup_s=round(server.startup_s or 0.0, 2))
         return config.with_(base_urls=(server.base_url,))

@@ -1,7 +1,8 @@
 """``EmbeddedServer``: llama.cpp's OpenAI-compatible HTTP server (xllamacpp), in a child process, on 127.0.0.1.
 
 The default endpoint when a spec names none: no key, no network, the pinned Qwen2.5-Coder GGUF (see model.py).
-The prompt cache is on, so requests sharing a prefix (instructions, query) only evaluate what differs.
+The prompt cache is on by default, so requests sharing a prefix (instructions, query) only evaluate what differs;
+``prompt_cache=False`` evaluates every prompt from scratch (slower, independent of the order of requests).
 
     with EmbeddedServer(path, alias="qwen2.5-coder-0.5b-instruct-q4_k_m") as srv:
         LLMConfig(model=srv.alias, base_urls=(srv.base_url,))
@@ -63,7 +64,8 @@ def _interrupting() -> bool:
 
 class EmbeddedServer:
     def __init__(self, model_path: str | Path, alias: str, *, n_ctx: int = 4096, n_parallel: int = 1,
-                 threads: int = 2, port: int | None = None, verbosity: int = 0):
+                 threads: int = 2, port: int | None = None, verbosity: int = 0,
+                 prompt_cache: bool = True):
         self.model_path = Path(model_path)
         self.alias = alias
         self.n_ctx = n_ctx
@@ -71,6 +73,7 @@ class EmbeddedServer:
         self.threads = threads
         self.port = port
         self.verbosity = verbosity
+        self.prompt_cache = prompt_cache
         self.startup_s: float | None = None
         self._proc: subprocess.Popen | None = None
         self._log = None  # the child's stderr (llama.cpp's messages), read when it fails
@@ -103,7 +106,7 @@ class EmbeddedServer:
         self.port = self.port or free_port()
         params = {"model": str(self.model_path), "alias": self.alias, "port": self.port, "n_ctx": self.n_ctx,
                   "n_parallel": self.n_parallel, "threads": self.threads, "verbosity": self.verbosity,
-                  "parent": os.getpid()}
+                  "prompt_cache": self.prompt_cache, "parent": os.getpid()}
         start = time.perf_counter()
         log.info("starting the embedded server: %s as %r on port %d", self.model_path.name, self.alias, self.port)
         self._log = tempfile.TemporaryFile()
@@ -194,7 +197,7 @@ def _serve(params: dict) -> int:
     p.n_parallel = params["n_parallel"]
     p.cpuparams.n_threads = params["threads"]
     p.cpuparams_batch.n_threads = params["threads"]
-    p.cache_prompt = True
+    p.cache_prompt = bool(params.get("prompt_cache", True))
     p.verbosity = params["verbosity"]
     try:
         server = xllamacpp.Server(p)  # noqa: F841 - serves while referenced; returns once the model is loaded

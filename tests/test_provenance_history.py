@@ -1,0 +1,113 @@
+"""Every committed results folder names code that can be checked out: its recorded commit is in this repository's
+history, and when the code was dirty the recorded patch is in the folder with the recorded sha256. Plus the one
+provenance writer: packages, project and host always; source.patch exactly when the code is dirty."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from superb import provenance
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+FOLDERS = sorted(p.parent.name for p in RESULTS.glob("*/provenance.json"))
+# Folders whose recorded commit is known to be missing and which another helper of issue 22 re-issues (item 9 owns
+# chorus_table4_full). Remove a name once its folder is re-issued; a listed folder that passes is fine.
+PENDING_REISSUE = {
+    "chorus_table4_full": "re-issued confirmatory by issue 22 item 9 (its commit f26856e7 is lost)",
+    # written by the old benchmark writer (no commit) and its 35 LLM answers were never shipped, so it cannot be
+    # re-derived with 0 calls: `superb judge experiments/chorus_superlative.toml` re-issues it live (new answers)
+    "chorus_superlative": "no commit recorded and no shipped responses: needs a live re-issue (35 calls)",
+}
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def _history_available() -> bool:
+    done = _git("rev-parse", "--is-shallow-repository")
+    return done.returncode == 0 and done.stdout.strip() == "false"
+
+
+def _in_history(commit: str) -> bool:
+    return (_git("cat-file", "-e", f"{commit}^{{commit}}").returncode == 0
+            and _git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0)
+
+
+def _projects(record: dict) -> list[tuple[str, dict]]:
+    """(where, project record): the folder's own and, for a filled folder, the fill's."""
+    out = [("project", record.get("project") or {})]
+    if isinstance(record.get("fill"), dict) and "project" in record["fill"]:
+        out.append(("fill.project", record["fill"]["project"]))
+    return out
+
+
+def test_there_are_committed_folders():
+    assert len(FOLDERS) >= 10, FOLDERS
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_recorded_commit_is_in_history_and_patch_present(name):
+    if not _history_available():
+        pytest.skip("no full git history here (a shallow clone or an unpacked archive)")
+    record = json.loads((RESULTS / name / "provenance.json").read_text(encoding="utf-8"))
+    for where, project in _projects(record):
+        commit = project.get("commit")
+        if name in PENDING_REISSUE and (not commit or not _in_history(commit)):
+            pytest.xfail(f"{name}: {PENDING_REISSUE[name]}")
+        assert commit, (f"results/{name}/provenance.json records no {where}.commit; re-write the folder with the "
+                        f"current code (`superb run` / `superb judge`, 0 LLM calls from the shipped responses)")
+        assert _in_history(commit), (f"results/{name}: {where}.commit {commit[:8]} is not in this branch's history; "
+                                     f"re-run the folder from committed code")
+        problem = provenance.recorded_patch_ok(RESULTS / name, project)
+        assert problem is None, f"results/{name} ({where}): {problem}"
+        assert record.get("packages"), f"results/{name}/provenance.json records no package versions"
+
+
+def test_writer_records_environment_and_patch_when_dirty(tmp_path, monkeypatch):
+    patch = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
+    monkeypatch.setattr(provenance, "source_patch", lambda: patch)
+    path = provenance.write(tmp_path, {"spec": {"name": "t"}})
+    record = json.loads(path.read_text())
+    assert record["spec"] == {"name": "t"}
+    assert record["packages"]["pandas"] and record["host"]["python"]
+    project = record["project"]
+    assert project["dirty"] is True and len(project["commit"]) == 40
+    assert project["diff"] == {"sha256": hashlib.sha256(patch.encode()).hexdigest(), "bytes": len(patch),
+                               "patch": "source.patch"}
+    assert (tmp_path / "source.patch").read_text() == patch
+    assert provenance.recorded_patch_ok(tmp_path, project) is None
+    (tmp_path / "source.patch").write_text(patch + "+b = 3\n")
+    assert "does not match" in provenance.recorded_patch_ok(tmp_path, project)
+
+    monkeypatch.setattr(provenance, "source_patch", lambda: "")  # clean code: no diff, a stale patch is removed
+    record = json.loads(provenance.write(tmp_path, {"spec": {}}).read_text())
+    assert record["project"]["dirty"] is False and "diff" not in record["project"]
+    assert not (tmp_path / "source.patch").exists()
+
+
+def test_large_patch_is_recorded_by_hash_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(provenance, "source_patch", lambda: "+" * (provenance.PATCH_LIMIT + 1))
+    project = json.loads(provenance.write(tmp_path, {}).read_text())["project"]
+    assert project["diff"]["patch"] is None and "PATCH_LIMIT" in project["diff"]["omitted"]
+    assert not (tmp_path / "source.patch").exists()
+    assert "too large" in provenance.recorded_patch_ok(tmp_path, project)
+
+
+def test_source_patch_undoes_to_head():
+    """The real patch of this checkout reverse-applies to the working tree: it is exactly the uncommitted code."""
+    patch = provenance.source_patch()
+    if patch is None:
+        pytest.skip("not a git checkout")
+    if not patch:
+        return  # a clean tree: nothing to check beyond the empty patch
+    done = subprocess.run(["git", "apply", "--check", "--reverse", "-"], input=patch, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "results/" not in "".join(line for line in patch.splitlines() if line.startswith("diff --git"))
