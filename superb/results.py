@@ -59,7 +59,7 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     Queries without a relevant document (no label >= the data set's relevance threshold) are counted per view; with
     ``[evaluation] no_relevant = "drop"`` they are left out of every view's evaluation (their labels are removed)."""
     from superb.eval.evaluate import View, make_views, no_relevant_queries, per_query, significance
-    from superb.eval.families import by_construction, families
+    from superb.eval.families import Hypothesis, by_construction, families
     from superb.eval.measures import judged_measure, parse_measures
     from superb.eval.stats import PairedTest
 
@@ -75,9 +75,12 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     perquery = pd.concat([per_query(runs, result.topics, v, measures) for v in views], ignore_index=True)
     judged = per_query(runs, result.topics, View("full", result.qrels), [judged_measure()])
     test = PairedTest(ev.test, n_resamples=ev.n_resamples, seed=result.spec.seed)
+    named = {spec_name: repr(m) for spec_name, m in zip(ev.measures, measures)}  # "P@5" -> "P(rel=2)@5"
+    hypotheses = [Hypothesis(h.system, h.against, tuple(named[m] for m in h.measures), h.views, h.family, h.evidence)
+                  for h in result.spec.hypotheses]
     table = significance(runs, result.topics, views, measures, families(result.spec.baselines, result.spec.comparisons),
                          test=test, correction=ev.correction, alpha=ev.alpha, perquery=perquery,
-                         hypotheses=result.spec.hypotheses, interval=ev.interval, n_resamples=ev.n_resamples,
+                         hypotheses=hypotheses, interval=ev.interval, n_resamples=ev.n_resamples,
                          seed=result.spec.seed, identical_by_construction=by_construction(result.spec.pipelines,
                                                                                            measures),
                          no_relevant={k: len(v) for k, v in empty.items()})
@@ -87,7 +90,7 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
             "n_no_relevant": {k: len(v) for k, v in empty.items()},
             "hypotheses": [{"system": h.system, "against": h.against, "measures": list(h.measures),
                             "views": list(h.views), "family": h.family, "evidence": h.evidence}
-                           for h in result.spec.hypotheses]}
+                           for h in hypotheses]}
     return Evaluation(pd.concat([perquery, judged], ignore_index=True), table, measures, info)
 
 

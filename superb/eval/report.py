@@ -183,6 +183,8 @@ def _n_sentence(info: Mapping) -> str:
     if not empty:
         return text + "."
     counts = sorted(set(empty.values()))
+    if counts == [0]:
+        return f"{text}; every one has a relevant document."
     where = (f"{counts[0]}" if len(counts) == 1 else
              ", ".join(f"{v} ({k})" for k, v in empty.items()))
     if info.get("no_relevant", "keep") == "drop":
@@ -417,7 +419,7 @@ def format_side_by_side(frame: pd.DataFrame, names: Sequence[str] = ("a", "b")) 
 def verdict_changes(table: pd.DataFrame) -> pd.DataFrame:
     """Per tested (family, system, measure): its verdict under each view (columns named by view) and ``changed``:
     the CONCLUSION differs between views (significantly better / worse / no significant difference, "n.s." and
-    "untested" being the same conclusion)."""
+    "identical" being the same conclusion)."""
     tested = table[table["family"].fillna("") != ""]
     if tested.empty:
         return pd.DataFrame(columns=["family", "system", "measure", "changed"])
