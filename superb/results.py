@@ -56,8 +56,9 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     ``extra_views``: superb.eval.evaluate.View objects beyond the spec's, e.g. "filled" (superb.judges.fill); their
     rows are never confirmatory (a hypothesis names the spec's views only).
 
-    Queries without a relevant document (no label >= the data set's relevance threshold) are counted per view; with
-    ``[evaluation] no_relevant = "drop"`` they are left out of every view's evaluation (their labels are removed)."""
+    Queries without a relevant document (no positive label: every measure of every system is 0 on them) are counted
+    per view; with ``[evaluation] no_relevant = "drop"`` they are left out of every view's evaluation (their labels
+    are removed)."""
     from superb.eval.evaluate import View, make_views, no_relevant_queries, per_query, significance
     from superb.eval.families import Hypothesis, by_construction, families
     from superb.eval.measures import judged_measure, parse_measures
@@ -68,7 +69,7 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     measures = parse_measures(list(ev.measures), rel=rel, path="evaluation.measures")
     runs = {name: pr.run for name, pr in result.pipelines.items()}
     views = make_views(ev.views, result.qrels) + list(extra_views)
-    empty = {v.name: no_relevant_queries(v.qrels, result.topics, rel) for v in views}
+    empty = {v.name: no_relevant_queries(v.qrels, result.topics) for v in views}  # no positive label: all 0
     if ev.no_relevant == "drop":
         views = [View(v.name, v.qrels[~v.qrels["qid"].astype(str).isin(set(empty[v.name]))], v.judged_only)
                  for v in views]

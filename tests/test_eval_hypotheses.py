@@ -181,7 +181,7 @@ def test_queries_without_a_relevant_document_are_counted_and_kept_or_dropped():
                            families(BASELINES), test=PairedTest("t"), no_relevant={"full": 3})
     assert (dropped.n_queries == 27).all() and (dropped.n_no_relevant == 3).all()
     text = format_markdown(kept, ["RR"], ORDER, {**INFO, "n_no_relevant": {"full": 3}})
-    assert "3 of them without a relevant document: kept" in text and "without them n = 27" in text
+    assert "3 of them without a relevant document" in text and "kept" in text and "without them n = 27" in text
     text = format_markdown(dropped, ["RR"], ORDER, {**INFO, "n_no_relevant": {"full": 3}, "no_relevant": "drop"})
     assert "are dropped" in text
 

@@ -114,7 +114,8 @@ def pair_pvalues(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view: V
 
 
 def no_relevant_queries(qrels: pd.DataFrame, topics: pd.DataFrame, rel: int = 1) -> list[str]:
-    """The selected queries that have labels but no label >= ``rel``: every system scores 0 on them."""
+    """The selected queries that have labels but none >= ``rel`` (default 1: no positive label, so every measure of
+    every system is 0 on them)."""
     selected = set(topics["qid"].astype(str))
     labelled = qrels[qrels["qid"].astype(str).isin(selected)]
     relevant = set(labelled.loc[pd.to_numeric(labelled["label"]) >= rel, "qid"].astype(str))

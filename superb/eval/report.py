@@ -191,8 +191,9 @@ def _n_sentence(info: Mapping) -> str:
         return (f"{text}; the queries without a relevant document ({where}) are dropped (no_relevant = \"drop\"), so "
                 f"n counts the rest.")
     low = n - max(counts)
-    return (f"{text}, {where} of them without a relevant document: kept, as trec_eval keeps a labelled topic (every "
-            f"system scores 0 on them; without them n = {low}" + ("" if len(counts) == 1 else " or more") + ").")
+    return (f"{text}, {where} of them without a relevant document (no positive label: every system scores 0 on "
+            f"them): kept, as trec_eval keeps a labelled topic (without them n = {low}"
+            + ("" if len(counts) == 1 else " or more") + ").")
 
 
 def _info(info: Mapping | None, table: pd.DataFrame) -> dict:
@@ -445,8 +446,10 @@ def views_sentence(table: pd.DataFrame) -> str:
     if tested == 0:
         return f"No system is tested against another, so no verdict can change between the views {names}.\n"
     if changed.empty:
-        return (f"No conclusion changes between the views {names}: each of the {tested} tested comparisons "
-                "(system against its baseline or head to head, per measure) has the same verdict under every view.\n")
+        return (f"No conclusion changes between the views {names}: "
+                + ("the one tested comparison" if tested == 1 else f"each of the {tested} tested comparisons")
+                + " (system against its baseline or head to head, per measure; confirmatory or corrected) has the "
+                "same verdict under every view.\n")
     lines = [f"{len(changed)} of the {tested} tested comparisons change their conclusion between the views {names}:"]
     for r in changed.itertuples(index=False):
         against = str(r.family).split(":", 1)[-1]
