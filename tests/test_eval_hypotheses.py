@@ -96,6 +96,17 @@ def test_a_declared_pair_takes_its_direction_and_no_row_is_tested_twice():
     assert len(own) == 1 and own.iloc[0].system == "RM3 >> D" and own.iloc[0].role == "confirmatory"
 
 
+def test_views_sentence_keeps_two_hypotheses_of_one_system_apart():
+    from superb.eval.report import verdict_changes, views_sentence
+
+    hyp = (Hypothesis("BM25 >> A", "BM25", ("RR",), None, "main"), Hypothesis("BM25 >> A", "BM25 >> C", ("RR",), None,
+                                                                               "main"))
+    t = table(ORDER, hypotheses=hyp)
+    changes = verdict_changes(t)
+    assert len(changes) == 2 and set(changes.baseline) == {"BM25", "BM25 >> C"}  # exploratory rows are not in it
+    assert "each of the 2 tested comparisons" in views_sentence(t)
+
+
 def test_without_hypotheses_every_comparison_is_corrected_in_its_default_family():
     t = table(ORDER, comparisons={"BM25 >> C": ["BM25 >> A", "BM25 >> B"]}, hypotheses=())
     tested = t[t.baseline.notna()]

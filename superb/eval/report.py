@@ -418,14 +418,14 @@ def format_side_by_side(frame: pd.DataFrame, names: Sequence[str] = ("a", "b")) 
 
 
 def verdict_changes(table: pd.DataFrame) -> pd.DataFrame:
-    """Per tested (family, system, measure): its verdict under each view (columns named by view) and ``changed``:
-    the CONCLUSION differs between views (significantly better / worse / no significant difference, "n.s." and
-    "identical" being the same conclusion)."""
+    """Per tested (family, system, baseline, measure): its verdict under each view (columns named by view) and
+    ``changed``: the CONCLUSION differs between views (significantly better / worse / no significant difference,
+    "n.s." and "identical" being the same conclusion). Exploratory rows (no family) are not tested."""
     tested = table[table["family"].fillna("") != ""]
+    keys = ["family", "system", *(["baseline"] if "baseline" in table.columns else []), "measure"]
     if tested.empty:
-        return pd.DataFrame(columns=["family", "system", "measure", "changed"])
-    wide = tested.pivot_table(index=["family", "system", "measure"], columns="view", values="verdict",
-                              aggfunc="first", sort=False)
+        return pd.DataFrame(columns=[*keys, "changed"])
+    wide = tested.pivot_table(index=keys, columns="view", values="verdict", aggfunc="first", sort=False)
     views = list(pd.unique(tested["view"]))
     wide = wide[views].reset_index()
     conclusions = wide[views].apply(lambda col: col.map(lambda v: v if v in ("better", "worse") else "no difference"))
@@ -452,7 +452,7 @@ def views_sentence(table: pd.DataFrame) -> str:
                 "same verdict under every view.\n")
     lines = [f"{len(changed)} of the {tested} tested comparisons change their conclusion between the views {names}:"]
     for r in changed.itertuples(index=False):
-        against = str(r.family).split(":", 1)[-1]
+        against = getattr(r, "baseline", None) or str(r.family).split(":", 1)[-1]
         verdicts = ", ".join(f"{getattr(r, v) if isinstance(getattr(r, v), str) and getattr(r, v) else '-'} ({v})"
                              for v in views)
         lines.append(f"- {r.system} vs {against}, {r.measure}: {verdicts}")
