@@ -4,8 +4,11 @@ The folder is replaced as a whole (superb.atomic): written beside it as ``.NAME.
 no file of an earlier run survives and an interrupted write leaves the earlier folder whole.
 
 Layout of ``results/NAME/``:
-  table.md, table.csv      Table-4-style report (means per view, raw and corrected p-values, reject flags, the
-                           family of each test and its size); head-to-head families in their own section.
+  table.md, table.csv      Table-4-style report (means per view; per comparison its role -- confirmatory, exploratory
+                           or corrected --, effect with 95% interval, raw and corrected p-values, reject flags, the
+                           family of each test and its size; queries without a relevant document); confirmatory
+                           hypotheses, every comparison's effect and the MDE block in their own sections.
+  power.csv                per view and measure: n, SD of paired differences, minimum detectable difference
                            table.csv names each measure as ir_measures computes it from runs/ and qrels.trec
                            (condensed: nDCG(judged_only=True)@10); a view with labels of its own (filled) is in
                            table_<view>.csv (superb.eval.table_files; read both with read_table)
@@ -50,8 +53,14 @@ class Evaluation:
 
 def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     """Per-query values of every system under every view, and the significance table (pt.Experiment underneath).
-    ``extra_views``: superb.eval.evaluate.View objects beyond the spec's, e.g. "filled" (superb.judges.fill)."""
-    from superb.eval.evaluate import View, families, make_views, per_query, significance
+    ``extra_views``: superb.eval.evaluate.View objects beyond the spec's, e.g. "filled" (superb.judges.fill); their
+    rows are never confirmatory (a hypothesis names the spec's views only).
+
+    Queries without a relevant document (no positive label: every measure of every system is 0 on them) are counted
+    per view; with ``[evaluation] no_relevant = "drop"`` they are left out of every view's evaluation (their labels
+    are removed)."""
+    from superb.eval.evaluate import View, make_views, no_relevant_queries, per_query, significance
+    from superb.eval.families import Hypothesis, by_construction, families
     from superb.eval.measures import judged_measure, parse_measures
     from superb.eval.stats import PairedTest
 
@@ -60,13 +69,29 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     measures = parse_measures(list(ev.measures), rel=rel, path="evaluation.measures")
     runs = {name: pr.run for name, pr in result.pipelines.items()}
     views = make_views(ev.views, result.qrels) + list(extra_views)
+    empty = {v.name: no_relevant_queries(v.qrels, result.topics) for v in views}  # no positive label: all 0
+    if ev.no_relevant == "drop":
+        views = [View(v.name, v.qrels[~v.qrels["qid"].astype(str).isin(set(empty[v.name]))], v.judged_only)
+                 for v in views]
     perquery = pd.concat([per_query(runs, result.topics, v, measures) for v in views], ignore_index=True)
     judged = per_query(runs, result.topics, View("full", result.qrels), [judged_measure()])
     test = PairedTest(ev.test, n_resamples=ev.n_resamples, seed=result.spec.seed)
+    named = {spec_name: repr(m) for spec_name, m in zip(ev.measures, measures)}  # "P@5" -> "P(rel=2)@5"
+    hypotheses = [Hypothesis(h.system, h.against, tuple(named[m] for m in h.measures), h.views, h.family, h.evidence)
+                  for h in result.spec.hypotheses]
     table = significance(runs, result.topics, views, measures, families(result.spec.baselines, result.spec.comparisons),
-                         test=test, correction=ev.correction, alpha=ev.alpha, perquery=perquery)
+                         test=test, correction=ev.correction, alpha=ev.alpha, perquery=perquery,
+                         hypotheses=hypotheses, interval=ev.interval, n_resamples=ev.n_resamples,
+                         seed=result.spec.seed, identical_by_construction=by_construction(result.spec.pipelines,
+                                                                                           measures),
+                         no_relevant={k: len(v) for k, v in empty.items()})
     info = {"test": ev.test, "correction": ev.correction, "alpha": ev.alpha, "n_resamples": ev.n_resamples,
-            "rel": rel, "views": [v.name for v in views], "n_queries": int(table["n_queries"].max())}
+            "rel": rel, "views": [v.name for v in views], "n_queries": int(table["n_queries"].max()),
+            "interval": ev.interval, "no_relevant": ev.no_relevant,
+            "n_no_relevant": {k: len(v) for k, v in empty.items()},
+            "hypotheses": [{"system": h.system, "against": h.against, "measures": list(h.measures),
+                            "views": list(h.views), "family": h.family, "evidence": h.evidence}
+                           for h in hypotheses]}
     return Evaluation(pd.concat([perquery, judged], ignore_index=True), table, measures, info)
 
 
@@ -152,6 +177,7 @@ def _write_folder(result: ExperimentResult, ev: Evaluation, out_dir: Path) -> No
 def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
     """table.md (with, when there are several views, whether a conclusion changes between them), table.csv and
     perquery.csv of an evaluation; ``usage``: usage_frame's columns (or a folder's usage.csv)."""
+    from superb.eval.effects import power_summary
     from superb.eval.report import format_markdown, views_sentence
     from superb.eval.table_files import write_tables
 
@@ -168,6 +194,7 @@ def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, o
         + format_markdown(ev.table, [repr(m) for m in ev.measures], order, ev.info, extra=extra)
         + (f"\n## Views\n\n{sentence}" if sentence else ""), encoding="utf-8")
     write_tables(ev.table, out_dir)
+    power_summary(ev.table, ev.info["alpha"], ev.info["correction"]).to_csv(out_dir / "power.csv", index=False)
     ev.perquery.to_csv(out_dir / "perquery.csv", index=False)
 
 

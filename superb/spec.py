@@ -26,6 +26,8 @@ DEFAULT_MEASURES = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
 TESTS = ("t", "wilcoxon", "randomization")
 CORRECTIONS = ("holm", "bonferroni", "none")
 SPLITS = ("all", "dev", "test")
+INTERVALS = ("t", "bootstrap")
+NO_RELEVANT = ("keep", "drop")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.+>@()=,-]*$")
 
 
@@ -65,6 +67,23 @@ class EvaluationSpec:
     alpha: float = 0.05
     views: tuple[str, ...] = ("full",)  # full: unjudged count as non-relevant; condensed: unjudged removed
     n_resamples: int = 10000
+    interval: str = "t"  # 95% interval of the mean paired difference: "t" (paired t) or "bootstrap" (queries)
+    no_relevant: str = "keep"  # queries without a relevant document: "keep" (as trec_eval) or "drop"
+
+
+@dataclass(frozen=True)
+class HypothesisSpec:
+    """A confirmatory comparison declared before the test split is read (``[[hypotheses]]``): ``system`` against
+    ``against`` on ``measures`` under ``views`` (the [evaluation] ones when not given); the correction runs over
+    the declared tests of each ``family`` only (superb.eval.evaluate)."""
+
+    system: str
+    against: str
+    measures: tuple[str, ...]
+    views: tuple[str, ...]
+    family: str = "confirmatory"
+    evidence: str = ""
+    path: str = "hypotheses"
 
 
 @dataclass(frozen=True)
@@ -100,6 +119,7 @@ class Spec:
     seed: int = 0
     baselines: dict[str, str | None] = field(default_factory=dict)
     comparisons: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    hypotheses: tuple[HypothesisSpec, ...] = ()
 
     @property
     def uses_llm(self) -> bool:
@@ -136,7 +156,7 @@ def load_spec(path: str | Path) -> Spec:
 
 def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     check_keys(raw, "", required={"name", "dataset", "pipelines"},
-                optional={"description", "queries", "evaluation", "llm", "output", "seed"})
+                optional={"description", "queries", "evaluation", "llm", "output", "seed", "hypotheses"})
     name = typed(raw, "name", str, "")
     if not _NAME_RE.match(name) or "/" in name:
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -), it names results/NAME")
@@ -146,13 +166,61 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     evaluation = _parse_evaluation(raw.get("evaluation", {}))
     llm = typed(raw, "llm", dict, "") if "llm" in raw else None
     pipelines = _parse_pipelines(raw["pipelines"])
+    hypotheses = _parse_hypotheses(raw.get("hypotheses", []), pipelines, evaluation)
     return Spec(
         name=name, source=source, raw=raw, dataset=dataset, queries=queries, evaluation=evaluation, llm=llm,
         pipelines=pipelines, description=typed(raw, "description", str, "", default=""),
         output=typed(raw, "output", str, "", default=None), seed=typed(raw, "seed", int, "", default=0),
         baselines={p.name: p.baseline for p in pipelines},
-        comparisons={p.name: p.compare for p in pipelines if p.compare},
+        comparisons={p.name: p.compare for p in pipelines if p.compare}, hypotheses=hypotheses,
     )
+
+
+def _parse_hypotheses(items: Any, pipelines: tuple[PipelineSpec, ...], evaluation: EvaluationSpec
+                      ) -> tuple[HypothesisSpec, ...]:
+    """[[hypotheses]]: each names two pipelines, optional measures and views (subsets of [evaluation]'s), a family
+    and its evidence. A test (pair, measure, view) is declared once; a pair is declared in one direction, and a
+    pipeline against its own baseline only in that direction (the table's row)."""
+    if not isinstance(items, list) or not all(isinstance(t, dict) for t in items):
+        raise SpecError("hypotheses", "must be an array of tables ([[hypotheses]] entries)")
+    names = {p.name: p for p in pipelines}
+    out, seen = [], {}
+    for i, table in enumerate(items):
+        path = f"hypotheses[{i}]"
+        check_keys(table, path, required={"system", "against"}, optional={"measures", "views", "family", "evidence"})
+        system, against = typed(table, "system", str, path), typed(table, "against", str, path)
+        for key, name in (("system", system), ("against", against)):
+            if name not in names:
+                raise SpecError(f"{path}.{key}", f"{name!r} names no pipeline; known: {sorted(names)}")
+        if system == against:
+            raise SpecError(f"{path}.against", "a system cannot be tested against itself")
+        if names[against].baseline == system:
+            raise SpecError(path, f"{against!r} is tested against its baseline {system!r} in the table: write "
+                                  f"system = {against!r}, against = {system!r}")
+        measures = typed(table, "measures", list, path, default=list(evaluation.measures))
+        unknown = [m for m in measures if m not in evaluation.measures]
+        if not measures or unknown:
+            raise SpecError(f"{path}.measures", f"expected a non-empty list of [evaluation] measures "
+                                                f"{list(evaluation.measures)}, got {unknown or measures!r}")
+        views = typed(table, "views", list, path, default=list(evaluation.views))
+        unknown = [v for v in views if v not in evaluation.views]
+        if not views or unknown:
+            raise SpecError(f"{path}.views", f"expected a non-empty list of [evaluation] views "
+                                             f"{list(evaluation.views)}, got {unknown or views!r}")
+        family = typed(table, "family", str, path, default="confirmatory")
+        if not family.strip():
+            raise SpecError(f"{path}.family", "must be a non-empty name")
+        for m in measures:
+            for v in views:
+                key = frozenset((system, against)), m, v
+                if key in seen:
+                    raise SpecError(path, f"{system!r} against {against!r} on {m} ({v}) is already declared by "
+                                          f"{seen[key]}; declare each test once")
+                seen[key] = path
+        out.append(HypothesisSpec(system=system, against=against, measures=tuple(dict.fromkeys(measures)),
+                                  views=tuple(dict.fromkeys(views)), family=family,
+                                  evidence=typed(table, "evidence", str, path, default=""), path=path))
+    return tuple(out)
 
 
 def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
@@ -188,7 +256,8 @@ def _parse_evaluation(table: Any) -> EvaluationSpec:
     if "condensed" in table:
         raise SpecError(f"{path}.condensed", "replaced by views: write views = [\"condensed\"] (or [\"full\", "
                                              "\"condensed\"] for both in one table)")
-    check_keys(table, path, optional={"measures", "rel", "test", "correction", "alpha", "views", "n_resamples"})
+    check_keys(table, path, optional={"measures", "rel", "test", "correction", "alpha", "views", "n_resamples",
+                                      "interval", "no_relevant"})
     measures = typed(table, "measures", list, path, default=list(DEFAULT_MEASURES))
     if not measures or not all(isinstance(m, str) for m in measures):
         raise SpecError(f"{path}.measures", "must be a non-empty list of ir_measures names, e.g. [\"nDCG@10\", \"P@5\"]")
@@ -211,10 +280,17 @@ def _parse_evaluation(table: Any) -> EvaluationSpec:
         raise SpecError(f"{path}.views", f"expected a non-empty list of distinct views from {list(VIEW_KINDS)}, "
                                          f"got {views!r}")
     rel = typed(table, "rel", int, path, default=None)
+    interval = typed(table, "interval", str, path, default="t")
+    if interval not in INTERVALS:
+        raise SpecError(f"{path}.interval", f"{interval!r} is not one of {', '.join(INTERVALS)}")
+    no_relevant = typed(table, "no_relevant", str, path, default="keep")
+    if no_relevant not in NO_RELEVANT:
+        raise SpecError(f"{path}.no_relevant", f"{no_relevant!r} is not one of {', '.join(NO_RELEVANT)} (keep: "
+                                               "queries without a relevant document score 0, as trec_eval)")
     check_measures(measures, rel, views, path)
     return EvaluationSpec(
         measures=tuple(measures), rel=rel, test=test, correction=correction,
-        alpha=float(alpha), views=tuple(views), n_resamples=n_resamples,
+        alpha=float(alpha), views=tuple(views), n_resamples=n_resamples, interval=interval, no_relevant=no_relevant,
     )
 
 

@@ -103,24 +103,45 @@ def test_table_re_derives_from_the_run_files(name):
             assert r.mean == pytest.approx(values[r.system].mean(), abs=1e-12), (r.system, view, measure)
             assert r.n_queries == len(values[r.system])
             checked += 1
-            if not r.family or (isinstance(r.family, float) and np.isnan(r.family)) or r.baseline not in strict:
+            if not isinstance(r.baseline, str) or r.baseline not in strict:
                 continue
             x, y = values[r.system], values[r.baseline]
             if (x == y).all():
-                assert np.isnan(r.p) and r.verdict == "untested"
+                assert np.isnan(r.p) and r.verdict in ("untested", "identical", "by construction")
             elif test == "t":
                 assert r.p == pytest.approx(stats.ttest_rel(x, y).pvalue, rel=1e-9), (r.system, view, measure)
-        for family, group in rows[rows["family"].fillna("") != ""].groupby("family"):
-            if not set(group["system"]) | {group["baseline"].iloc[0]} <= strict:
-                continue
-            tested = group.dropna(subset=["p"])
-            assert (group["family_size"] == len(tested)).all(), (family, view, measure)
-            if len(tested) and correction != "none":
-                reject, corrected, _, _ = multipletests(tested["p"], alpha=evaluation.get("alpha", 0.05),
-                                                        method=correction)
-                np.testing.assert_allclose(tested["p_corrected"], corrected, rtol=1e-9)
-                assert tested["reject"].tolist() == list(reject)
+            if "ci_low" in table.columns and evaluation.get("interval", "t") == "t" and not (x == y).all():
+                d = x - y  # the paired t interval of the mean difference, independently
+                low, high = stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=stats.sem(d))
+                assert (r.delta, r.ci_low, r.ci_high) == (pytest.approx(d.mean(), abs=1e-12),
+                                                          pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+        if "role" not in rows.columns:  # written before [[hypotheses]]: families per view and measure
+            families_checked(rows, strict, evaluation, correction)
+    if "role" in table.columns:  # declared families span measures and views; default ones are per view and measure
+        confirmatory = table[table["role"] == "confirmatory"]
+        families_checked(confirmatory, strict, evaluation, correction)
+        corrected = table[table["role"] == "corrected"]
+        for _, rows in corrected.groupby(["labels", "view", "measure"]):
+            families_checked(rows, strict, evaluation, correction)
+        explored = table[table["role"] == "exploratory"]
+        assert explored["p_corrected"].isna().all() and not explored["reject"].astype(bool).any()
+        assert set(explored["verdict"]) <= {"exploratory", "identical", "by construction"}
     assert checked > 0
+
+
+def families_checked(rows: pd.DataFrame, strict: set, evaluation: dict, correction: str) -> None:
+    """Each family of ``rows``: its size is its number of tests with a p-value, and statsmodels' correction of
+    those p-values gives the table's corrected p-values and rejections."""
+    for family, group in rows[rows["family"].fillna("") != ""].groupby("family"):
+        if not set(group["system"]) | set(group["baseline"]) <= strict:
+            continue
+        tested = group.dropna(subset=["p"])
+        assert (tested["family_size"] == len(tested)).all(), family
+        if len(tested) and correction != "none":
+            reject, corrected, _, _ = multipletests(tested["p"], alpha=evaluation.get("alpha", 0.05),
+                                                    method=correction)
+            np.testing.assert_allclose(tested["p_corrected"], corrected, rtol=1e-9)
+            assert tested["reject"].tolist() == list(reject)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(

@@ -94,7 +94,7 @@ def test_table_equals_scipy_and_statsmodels_on_ir_measures_values():
     d = row(table, "RM3 >> D")  # the RM3 family: D tested, "same" untested (NaN) -> m = 1
     assert d["family_size"] == 1 and d["p_corrected"] == pytest.approx(d["p"]) and d["verdict"] == "worse"
     same = row(table, "RM3 >> same")
-    assert np.isnan(same["p"]) and not same["reject"] and same["verdict"] == "untested" and same["delta"] == 0
+    assert np.isnan(same["p"]) and not same["reject"] and same["verdict"] == "identical" and same["delta"] == 0
     first = row(table, "BM25")
     assert np.isnan(first["p"]) and first["verdict"] == "" and first["family_size"] == 0 and first["family"] == ""
 
@@ -115,7 +115,7 @@ def test_markers_follow_corrected_not_raw_pvalues():
     got = cells(format_markdown(table_for(), ["RR", "P@3"], ORDER, INFO))
     assert got["BM25 >> A"][0] == f"{(1 / POSITIONS['BM25 >> A']).mean():.4f}"  # raw p < 0.05, Holm p > 0.05
     assert got["RM3 >> D"][0].endswith("\u2021")  # significantly worse: its own marker
-    assert got["RM3 >> same"][0] == f"{(1 / POSITIONS['RM3']).mean():.4f}"
+    assert got["RM3 >> same"][0] == f"{(1 / POSITIONS['RM3']).mean():.4f} (=)"  # identical: no test
     got = cells(format_markdown(table_for("none"), ["RR", "P@3"], ORDER, {**INFO, "correction": "none"}))
     assert got["BM25 >> A"][0].endswith("\u2020") and got["BM25 >> B"][0].endswith("\u2020")
     assert not got["BM25 >> C"][0].endswith("\u2020")
@@ -124,17 +124,18 @@ def test_markers_follow_corrected_not_raw_pvalues():
 def test_markdown_groups_rows_under_baselines_with_footnote_and_extra_columns():
     extra = pd.DataFrame({"system": ["BM25 >> A", "BM25"], "judged@10": [0.8123456, 0.75], "requests": [20, 0]})
     text = format_markdown(table_for(), ["RR"], ORDER, {**INFO, "notes": ["Dataset: toy."]}, extra=extra)
-    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    lines = [line for line in text.split("\n\n")[0].splitlines() if line.startswith("| ")]
     assert lines[0] == "| System | RR | judged@10 | requests |"
     names = [line.split("|")[1].strip() for line in lines[1:]]
     assert names == ["BM25", "\u21b3 BM25 >> A", "\u21b3 BM25 >> B", "\u21b3 BM25 >> C", "RM3",
                      "\u21b3 RM3 >> D", "\u21b3 RM3 >> same"]
-    got = cells(text)
+    got = cells(text.split("\n\n")[0])
     assert got["BM25 >> A"][1:] == ["0.8123", "20"]
     assert got["BM25 >> B"][1:] == ["\u2013", "\u2013"]  # no extra data: a dash, not a made-up value
     footnote = text.split("\n\n", 1)[1]
     for fragment in ("paired t-test", "Holm-Bonferroni", "each measure", "\u03b1 = 0.05", f"n = {N} queries",
-                     "\u2020", "\u2021", "BM25: 3", "RM3: 1", "Dataset: toy."):
+                     "\u2020", "\u2021", "baseline:BM25: 3", "baseline:RM3: 1", "Dataset: toy.",
+                     "no comparison is confirmatory"):
         assert fragment in footnote, fragment
 
 
@@ -143,25 +144,28 @@ def test_footnote_gives_the_family_size_of_every_measure():
     table = table_for()
     sizes = table[table.family == "baseline:BM25"].groupby("measure")["family_size"].max().to_dict()
     assert sizes["RR"] == 3 and sizes["P@3"] < 3
-    text = family_sizes(table)["BM25"]
+    text = family_sizes(table)["baseline:BM25"]
     assert text.startswith("3") and f"({sizes['P@3']} on P@3)" in text
-    assert f"BM25: {text}" in format_markdown(table, ["RR", "P@3"], ORDER, INFO)
+    assert f"baseline:BM25: {text}" in format_markdown(table, ["RR", "P@3"], ORDER, INFO)
 
 
-def test_head_to_head_is_its_own_family_and_section():
-    table = table_for(comparisons={"BM25 >> A": ["BM25 >> C"], "BM25 >> B": ["BM25 >> C"]})
+def test_head_to_head_list_is_one_family_and_its_own_section():
+    """One pipeline's compare list is one family per measure (not one family per compared system, which corrects
+    nothing)."""
+    table = table_for(comparisons={"BM25 >> C": ["BM25 >> A", "BM25 >> B"]})
     h2h = table[table.family == "head-to-head:BM25 >> C"]
-    assert sorted(set(h2h.system)) == ["BM25 >> A", "BM25 >> B"] and len(h2h) == 2 * len(MEASURES)
-    a = row(h2h, "BM25 >> A")
+    assert set(h2h.baseline) == {"BM25 >> A", "BM25 >> B"} and len(h2h) == 2 * len(MEASURES)
+    assert set(h2h.kind) == {"head-to-head"} and set(h2h.role) == {"corrected"}
+    c = h2h[(h2h.baseline == "BM25 >> A") & (h2h.measure == "RR")].iloc[0]
     rr_a, rr_c = 1 / POSITIONS["BM25 >> A"], 1 / POSITIONS["BM25 >> C"]
-    assert a["baseline"] == "BM25 >> C" and a["delta"] == pytest.approx(rr_a.mean() - rr_c.mean())
-    assert a["p"] == pytest.approx(sps.ttest_rel(rr_a, rr_c).pvalue, rel=1e-9)
-    assert a["family_size"] == 2  # A and B against C, per measure; the baseline family is unchanged
+    assert c["system"] == "BM25 >> C" and c["delta"] == pytest.approx(rr_c.mean() - rr_a.mean())
+    assert c["p"] == pytest.approx(sps.ttest_rel(rr_c, rr_a).pvalue, rel=1e-9)
+    assert c["family_size"] == 2  # C against A and B, per measure; the baseline family is unchanged
     assert row(table, "BM25 >> A", family="baseline:BM25")["family_size"] == 3
     text = format_markdown(table, ["RR", "P@3"], ORDER, INFO)
-    assert "## Head-to-head comparisons" in text and "| BM25 >> A vs BM25 >> C |" in text
-    main = text.split("## Head-to-head")[0]
-    assert main.count("BM25 >> A") == 1  # the comparison rows are not in the main table
+    assert "## Comparisons" in text and "| BM25 >> C vs BM25 >> A | head-to-head |" in text
+    main = text.split("## Comparisons")[0]
+    assert main.count("BM25 >> C vs") == 0  # the comparison rows are not in the main table
 
 
 def test_condensed_view_beside_full_with_its_own_families():

@@ -101,7 +101,7 @@ def test_run_writes_results_and_rerun_repeats_no_call(home, capsys):
     assert (table.dropna(subset=["baseline"])["family_size"] == 2).all()
     md = (out / "table.md").read_text()
     assert "paired randomization (sign-flip) test, 1,000 resamples" in md  # the spec's n_resamples arrived
-    assert "Family sizes (tests corrected together): PISA BM25: 2." in md
+    assert "Family sizes (tests corrected together): baseline:PISA BM25: 2." in md
     # the BM25 run that both rerankers read was retrieved once (its first stage saw each query once)
     assert usage.loc["PISA BM25", "stat:queries"] == len(QUERIES)
     # every run file: scores strictly decreasing in rank order; the evaluation any tool makes of it is the table's

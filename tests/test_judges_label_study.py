@@ -168,7 +168,7 @@ def test_label_study_spec_errors_name_key_paths():
 @pytest.mark.slow
 def test_chorus_pisa_bm25_vs_rm3_under_a_copying_and_a_constant_judge(home, monkeypatch):
     """The pointwise judge answers the human label (looked up by query and title): same means, no flips. The
-    deliberated judge answers 0 for everything: every judge-side mean is 0, every judge verdict "untested", so
+    deliberated judge answers 0 for everything: every judge-side mean is 0, every judge verdict "identical", so
     exactly the significant human verdicts (better or worse) flip."""
     from superb.data import load_dataset
 
@@ -211,7 +211,7 @@ def test_chorus_pisa_bm25_vs_rm3_under_a_copying_and_a_constant_judge(home, monk
     assert len(copy) == 2 and (copy["verdict_human"] == copy["verdict_judge"]).all() and not copy["flipped"].any()
     assert (table.loc["pointwise", "flipped_verdicts"] == 0).all()
     zero = verdicts[verdicts["judge"] == "deliberated"]
-    assert (zero["verdict_judge"] == "untested").all()
+    assert (zero["verdict_judge"] == "identical").all()
     assert zero["flipped"].tolist() == zero["verdict_human"].isin(["better", "worse"]).tolist()
     assert table.loc["deliberated", "tau"].isna().all()  # all judge-side means tie at 0
     md = (out / "label_study.md").read_text()

@@ -89,7 +89,7 @@ def test_merged_shards_equal_one_unsharded_run_byte_for_byte(folders):
     assert len((merged / "qrels.trec").read_text().splitlines()) > len(QUERIES)
     table = pd.read_csv(merged / "table.csv")
     assert table["n_queries"].max() == len(QUERIES)  # significance over all queries, not per shard
-    assert "head-to-head:BM25 >> pointwise" in table["family"].tolist()  # a head-to-head family survives
+    assert "head-to-head:BM25 >> sliding" in table["family"].tolist()  # a head-to-head family survives
 
 
 @pytest.mark.slow

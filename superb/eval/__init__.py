@@ -5,12 +5,14 @@ For a PyTerrier user: ``pt.Experiment(..., baseline=0, test=PairedTest("randomiz
 ``correct_experiment(result, "holm")`` gives Holm decisions that never count or reject an identical system.
 """
 
-from superb.eval.evaluate import Family, View, families, family_pvalues, make_views, per_query, significance
+from superb.eval.effects import mde, paired_interval
+from superb.eval.evaluate import View, make_views, no_relevant_queries, pair_pvalues, per_query, significance
+from superb.eval.families import Family, Hypothesis, families
 from superb.eval.measures import DEFAULT_MEASURES, JUDGED_AT_10, judged_measure, measure_name, parse_measure, parse_measures
 from superb.eval.stats import PairedTest, correct, correct_experiment, paired_pvalue, randomization_pvalue
 
 __all__ = [
-    "DEFAULT_MEASURES", "JUDGED_AT_10", "Family", "PairedTest", "View", "correct", "correct_experiment", "families",
-    "family_pvalues", "judged_measure", "make_views", "measure_name", "paired_pvalue", "parse_measure",
-    "parse_measures", "per_query", "randomization_pvalue", "significance",
+    "DEFAULT_MEASURES", "JUDGED_AT_10", "Family", "Hypothesis", "PairedTest", "View", "correct", "correct_experiment",
+    "families", "judged_measure", "make_views", "mde", "measure_name", "no_relevant_queries", "pair_pvalues",
+    "paired_interval", "paired_pvalue", "parse_measure", "parse_measures", "per_query", "randomization_pvalue", "significance",
 ]

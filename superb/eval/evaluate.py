@@ -8,12 +8,15 @@ VIEWS. A view is (name, qrels, judged_only); every measure is computed under eac
 - A third view is another :class:`View`, e.g. "filled": human labels where they exist and LLM labels elsewhere
   (a second qrels set), judged_only False.
 
-FAMILIES. A :class:`Family` is the systems tested against one system: its baseline family (every system whose
-``baseline`` it is) or a head-to-head family (every system that names it in ``compare``). Per view and per measure,
-the family's p-values come from ONE ``pt.Experiment(..., baseline=0, test=PairedTest(...))`` call and are corrected
-together by :func:`superb.eval.stats.correct`: a system identical to the one it is tested against has NaN p, is not
-counted in the family size m, and is never rejected. (pt.Experiment cannot return per-query values together with a
-baseline, so the per-query values come from one ``perquery=True`` call per view.)
+COMPARISONS AND FAMILIES (superb.eval.families). Each row tested against another system is confirmatory (a declared
+``[[hypotheses]]`` test, corrected within its declared family across measures and views), exploratory (hypotheses
+declared, not this one: effect, interval and raw p, no correction) or, when a spec declares no hypotheses, corrected
+within its default family per view and measure (the systems sharing a baseline; one pipeline's ``compare`` list).
+The p-values come from ``pt.Experiment(..., baseline=0, test=PairedTest(...))``, one call per view and system tested
+against (p is symmetric, so grouping does not change it), and are corrected by :func:`superb.eval.stats.correct`: a
+system identical to the one it is tested against has NaN p, is not counted in the family size m, and is never
+rejected. (pt.Experiment cannot return per-query values together with a baseline, so the per-query values, from
+which the effects and intervals are computed, come from one ``perquery=True`` call per view.)
 
 Queries: the selected topics that have labels in the view's qrels (``filter_by_qrels``); a query a run does not
 answer scores 0 on every measure (ir_measures' default), it is not dropped.
@@ -28,11 +31,13 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError, SpecError
+from superb.eval.families import Family, families
 from superb.eval.stats import PairedTest, correct
 
 VIEW_KINDS = {"full": False, "condensed": True}  # view name -> judged_only
-TABLE_COLUMNS = ["system", "view", "measure", "n_queries", "mean", "family", "baseline", "baseline_mean", "delta",
-                 "p", "p_corrected", "reject", "family_size", "verdict"]
+TABLE_COLUMNS = ["system", "view", "measure", "n_queries", "n_no_relevant", "mean", "kind", "baseline", "baseline_mean",
+                 "delta", "ci_low", "ci_high", "sd_diff", "mde", "p", "role", "family", "p_corrected", "reject",
+                 "family_size", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -68,32 +73,6 @@ def make_views(names: Sequence[str], qrels: pd.DataFrame, path: str = "evaluatio
     return [View(name, qrels, VIEW_KINDS[name]) for name in names]
 
 
-@dataclass(frozen=True)
-class Family:
-    """The systems tested against ``against``: kind "baseline" (their baseline) or "head-to-head" (``compare``)."""
-
-    kind: str
-    against: str
-    members: tuple[str, ...]
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind}:{self.against}"
-
-
-def families(baselines: Mapping[str, str | None], comparisons: Mapping[str, Sequence[str]] | None = None
-             ) -> list[Family]:
-    """Baseline families, then head-to-head families, each in order of first appearance."""
-    out: dict[tuple[str, str], list[str]] = {}
-    for system, base in baselines.items():
-        if base is not None:
-            out.setdefault(("baseline", base), []).append(system)
-    for system, others in (comparisons or {}).items():
-        for other in others:
-            out.setdefault(("head-to-head", other), []).append(system)
-    return [Family(kind, against, tuple(members)) for (kind, against), members in out.items()]
-
-
 def per_query(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view: View, measures: Sequence
               ) -> pd.DataFrame:
     """system, view, qid, measure, value of every run under ``view`` (one ``pt.Experiment(perquery=True)`` call);
@@ -116,12 +95,13 @@ def per_query(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view: View
     return frame[["system", "view", "qid", "measure", "value"]].reset_index(drop=True)
 
 
-def family_pvalues(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view: View, measures: Sequence,
-                   family: Family, test: PairedTest) -> pd.DataFrame:
-    """system, measure, p of each member against ``family.against`` under ``view``: one pt.Experiment call."""
+def pair_pvalues(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view: View, measures: Sequence,
+                 against: str, systems: Sequence[str], test: PairedTest) -> pd.DataFrame:
+    """system, measure, p of each of ``systems`` against ``against`` under ``view``: one pt.Experiment call
+    (``baseline=0``, ``test``), p NaN where the two agree on every query."""
     import pyterrier as pt
 
-    names = [family.against, *family.members]
+    names = [against, *systems]
     view_measures = view.measures(measures)
     result = pt.Experiment(_frames({n: runs[n] for n in names}), _topics(topics), _qrels(view.qrels), view_measures,
                            names=names, baseline=0, test=test, filter_by_qrels=True, validate="ignore",
@@ -133,55 +113,93 @@ def family_pvalues(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, view:
     return pd.DataFrame(rows, columns=["system", "measure", "p"])
 
 
+def no_relevant_queries(qrels: pd.DataFrame, topics: pd.DataFrame, rel: int = 1) -> list[str]:
+    """The selected queries that have labels but none >= ``rel`` (default 1: no positive label, so every measure of
+    every system is 0 on them)."""
+    selected = set(topics["qid"].astype(str))
+    labelled = qrels[qrels["qid"].astype(str).isin(selected)]
+    relevant = set(labelled.loc[pd.to_numeric(labelled["label"]) >= rel, "qid"].astype(str))
+    return sorted(set(labelled["qid"].astype(str)) - relevant)
+
+
 def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: Sequence[View], measures: Sequence,
                  fams: Sequence[Family], *, test: PairedTest, correction: str = "holm", alpha: float = 0.05,
-                 perquery: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The table: per view and measure, one row per system (mean; its baseline family's test, if any), then one row
-    per head-to-head comparison. Columns TABLE_COLUMNS; ``family`` names the family ("baseline:BM25",
-    "head-to-head:BM25 >> bi-encoder"), ``family_size`` the number of non-NaN p-values corrected together."""
+                 perquery: pd.DataFrame | None = None, hypotheses: Sequence = (), interval: str = "t",
+                 n_resamples: int = 10_000, seed: int = 0, identical_by_construction: set | frozenset = frozenset(),
+                 no_relevant: Mapping[str, int] | None = None, rel: int = 1) -> pd.DataFrame:
+    """The table: per view and measure, one row per system (its mean; its test against its baseline, if any), then
+    one row per head-to-head comparison, then declared pairs that are neither (superb.eval.families.plan).
+
+    Every tested row: the mean paired difference ``delta`` with its 95% interval (``interval``: "t" or "bootstrap",
+    superb.eval.effects), the SD of the paired differences, the MDE at 80% power at ``alpha``, the raw p from
+    pt.Experiment (``test``), and its ``role``: confirmatory (``hypotheses`` declared and naming it), exploratory
+    (declared hypotheses, not this one: raw p only) or corrected (no hypotheses: a default family). ``correction``
+    runs over each family (``family_size`` tests). ``verdict``: better / worse / n.s. (after correction), exploratory,
+    identical (agree on every query: no test) or by construction (``identical_by_construction``: (system, against,
+    measure) known equal before any query is read), "" for untested rows. ``no_relevant``: per view, the number of
+    queries without a relevant document (default: counted from each view's qrels, labels >= ``rel``).
+    Columns TABLE_COLUMNS."""
+    from superb.eval.effects import mde, paired_interval
+    from superb.eval.families import Hypothesis, plan
+
     if perquery is None:
         perquery = pd.concat([per_query(runs, topics, v, measures) for v in views], ignore_index=True)
-    means = perquery.groupby(["view", "measure", "system"])["value"].agg(["mean", "size"])
-    of_system = {m: f for f in fams if f.kind == "baseline" for m in f.members}
-    rows = []
+    hyps = [h if isinstance(h, Hypothesis) else Hypothesis(h.system, h.against, tuple(h.measures), tuple(h.views),
+                                                         h.family, getattr(h, "evidence", "")) for h in hypotheses]
+    names = [repr(m) for m in measures]
+    planned = plan(list(runs), fams, hyps, [v.name for v in views], names)
+    if no_relevant is None:
+        no_relevant = {v.name: len(no_relevant_queries(v.qrels, topics, rel)) for v in views}
+    wide = {key: g.pivot(index="qid", columns="system", values="value")
+            for key, g in perquery.groupby(["view", "measure"], sort=False)}
+    pvalues: dict[tuple, float] = {}
     for view in views:
-        tested = {f.label: family_pvalues(runs, topics, view, measures, f, test).set_index(["system", "measure"])
-                  for f in fams}
-        for m in measures:
-            name = repr(m)
-            for system in runs:
-                rows.append(_row(system, view.name, name, means, of_system.get(system), tested))
-            for f in fams:
-                if f.kind == "head-to-head":
-                    rows += [_row(s, view.name, name, means, f, tested) for s in f.members]
+        pairs: dict[str, list[str]] = {}
+        for c in planned:
+            if c.view == view.name and c.against is not None and c.system not in pairs.setdefault(c.against, []):
+                pairs[c.against].append(c.system)
+        for against, systems in pairs.items():
+            for r in pair_pvalues(runs, topics, view, measures, against, systems, test).itertuples():
+                pvalues[(view.name, r.system, against, r.measure)] = r.p
+    rows = []
+    for c in planned:
+        values = wide[(c.view, c.measure)]
+        x = values[c.system].dropna()
+        row = {"system": c.system, "view": c.view, "measure": c.measure, "n_queries": int(x.size),
+               "n_no_relevant": int(no_relevant.get(c.view, 0)), "mean": float(x.mean()), "kind": c.kind,
+               "baseline": c.against, "baseline_mean": np.nan, "delta": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+               "sd_diff": np.nan, "mde": np.nan, "p": np.nan, "role": c.role, "family": c.family}
+        if c.against is not None:
+            pair = values[[c.system, c.against]].fillna(0.0)
+            d = (pair[c.system] - pair[c.against]).to_numpy(dtype=float)
+            low, high = paired_interval(d, interval, n_resamples=n_resamples, seed=seed)
+            sd = float(d.std(ddof=1))
+            row.update(baseline_mean=float(pair[c.against].mean()), delta=float(d.mean()), ci_low=low, ci_high=high,
+                       sd_diff=sd, mde=mde(sd, d.size, alpha), p=pvalues[(c.view, c.system, c.against, c.measure)])
+        rows.append(row)
     table = pd.DataFrame(rows)
     table["p_corrected"], table["reject"], table["family_size"] = np.nan, False, 0
-    for _, group in table[table["family"] != ""].groupby(["family", "view", "measure"], sort=False):
-        corrected, reject = correct(group["p"].to_numpy(dtype=float), correction, alpha)
-        table.loc[group.index, "p_corrected"] = corrected
-        table.loc[group.index, "reject"] = reject
-        table.loc[group.index, "family_size"] = int(group["p"].notna().sum())
-    table["verdict"] = [_verdict(r) for r in table.itertuples()]
+    groups: dict[tuple, list[int]] = {}
+    for i, c in enumerate(planned):
+        if c.family:
+            groups.setdefault(c.group, []).append(i)
+    for index in groups.values():
+        corrected, reject = correct(table.loc[index, "p"].to_numpy(dtype=float), correction, alpha)
+        table.loc[index, "p_corrected"] = corrected
+        table.loc[index, "reject"] = reject
+        table.loc[index, "family_size"] = int(table.loc[index, "p"].notna().sum())
+    table.loc[table["p"].isna(), "family_size"] = 0  # identical: counted in no family
+    table["verdict"] = [_verdict(r, identical_by_construction) for r in table.itertuples()]
     return table[TABLE_COLUMNS]
 
 
-def _row(system: str, view: str, measure: str, means: pd.DataFrame, family: Family | None,
-         tested: dict[str, pd.DataFrame]) -> dict:
-    mean, n = means.loc[(view, measure, system)]
-    row = {"system": system, "view": view, "measure": measure, "n_queries": int(n), "mean": float(mean),
-           "family": "", "baseline": None, "baseline_mean": np.nan, "delta": np.nan, "p": np.nan}
-    if family is not None:
-        other = float(means.loc[(view, measure, family.against), "mean"])
-        row.update(family=family.label, baseline=family.against, baseline_mean=other, delta=float(mean) - other,
-                   p=float(tested[family.label].loc[(system, measure), "p"]))
-    return row
-
-
-def _verdict(row) -> str:
-    if not row.family:
+def _verdict(row, constructed) -> str:
+    if row.baseline is None or (isinstance(row.baseline, float) and np.isnan(row.baseline)):
         return ""
     if np.isnan(row.p):
-        return "untested"
+        return "by construction" if (row.system, row.baseline, row.measure) in constructed else "identical"
+    if not row.family:
+        return "exploratory"
     if row.reject:
         return "better" if row.delta > 0 else "worse"
     return "n.s."

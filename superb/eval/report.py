@@ -1,8 +1,9 @@
 """Markdown for the significance table of :func:`superb.eval.evaluate.significance`, in the style of SUPERB's Table 4:
-mean per system and measure (columns grouped by view), each system indented under its baseline, markers only where
-the difference survives the multiple-comparison correction; then one section per head-to-head family; a footnote
-that names the test, the correction and the real family size of every measure. Also ``superb compare``'s side by
-side of two results folders.
+mean per system and measure (columns grouped by view), each system indented under its baseline, significance marks
+only on confirmatory (or, without declared hypotheses, corrected) comparisons that survive the correction, a mark
+of their own on exploratory and identical ones; a footnote naming the test, the correction, the families and n;
+then the confirmatory hypotheses, every comparison's effect with its 95% interval and raw p, and what the table can
+detect (MDE). Also ``superb compare``'s side by side of two results folders.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import numpy as np
 import pandas as pd
 
 BETTER, WORSE = "\u2020", "\u2021"  # dagger, double dagger
-FOOTNOTE_KEYS = ("test", "correction", "alpha", "n_queries", "n_resamples", "rel", "views", "dataset", "notes")
+CONFIRMED, EXPLORED, SAME = "\u1d9c", "\u1d49", " (=)"  # superscript c, superscript e
+FOOTNOTE_KEYS = ("test", "correction", "alpha", "n_queries", "n_resamples", "rel", "views", "dataset", "notes",
+                 "interval", "no_relevant", "n_no_relevant", "hypotheses")
 _TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test (queries with equal values dropped)",
                "randomization": "paired randomization (sign-flip) test"}
 _CORRECTION_NAMES = {"holm": "Holm-Bonferroni correction", "bonferroni": "Bonferroni correction",
@@ -30,6 +33,10 @@ def _name(measure) -> str:
 
 
 def _head_to_head(table: pd.DataFrame) -> pd.Series:
+    """Rows that are not a system's own row (head-to-head and declared pairs); tables written before ``kind``
+    name them by their family."""
+    if "kind" in table.columns:
+        return ~table["kind"].fillna("").isin(["", "baseline"])
     return table["family"].fillna("").str.startswith("head-to-head:")
 
 
@@ -94,17 +101,28 @@ def _markdown(header: list[str], rows: list[list[str]], align: list[str]) -> str
 
 
 def _mark(row) -> str:
-    return {"better": BETTER, "worse": WORSE}.get(row["verdict"], "")
+    """A cell's mark: (=) identical to the system it is tested against, c confirmatory, e exploratory, then the
+    dagger of a significant confirmatory or corrected comparison."""
+    verdict = row["verdict"]
+    if verdict in ("identical", "by construction", "untested"):
+        return SAME
+    role = row.get("role", "corrected") if hasattr(row, "get") else "corrected"
+    role = role if isinstance(role, str) and role else ("corrected" if verdict else "")
+    mark = {"confirmatory": CONFIRMED, "exploratory": EXPLORED}.get(role, "")
+    return mark + {"better": BETTER, "worse": WORSE}.get(verdict, "")
 
 
 def family_sizes(table: pd.DataFrame) -> dict[str, str]:
-    """Per family (the system tested against): its size m, and the measures (and views) where m differs, e.g.
-    ``{"BM25": "8 (7 on P(rel=2)@20, nDCG@20; 1 on P(rel=2)@5)"}``; m counts only systems that differ from it (NaN
-    p excluded)."""
+    """Per family: its size m, and the measures (and views) where m differs, e.g. ``{"baseline:BM25": "8 (7 on
+    nDCG@20)"}``; a declared family (one across measures and views) has one m. m counts only tests with a p-value
+    (identical systems excluded)."""
     out = {}
     views = table["view"].nunique()
     tested = table[table["family"].fillna("") != ""]
-    for against, group in tested.groupby("baseline", sort=False):
+    for family, group in tested.groupby("family", sort=False):
+        if str(family).startswith("confirmatory:"):
+            out[str(family)] = f"{int(group['family_size'].max())}"
+            continue
         sizes = group.groupby(["view", "measure"], sort=False)["family_size"].max()
         common = Counter(sizes.tolist()).most_common(1)[0][0]
         other: dict[int, list[str]] = {}
@@ -112,8 +130,7 @@ def family_sizes(table: pd.DataFrame) -> dict[str, str]:
             if m != common:
                 other.setdefault(int(m), []).append(measure if views == 1 else f"{measure} [{view}]")
         exceptions = "; ".join(f"{m} on {', '.join(names)}" for m, names in sorted(other.items()))
-        text = f"{common} ({exceptions})" if exceptions else f"{common}"
-        out[str(against)] = text
+        out[str(family)] = f"{common} ({exceptions})" if exceptions else f"{common}"
     return out
 
 
@@ -121,14 +138,31 @@ def _footnote(info: Mapping, sizes: Mapping[str, str], *, what: str) -> str:
     test = _TEST_NAMES[info["test"]]
     if info["test"] == "randomization":
         test += f", {info.get('n_resamples', 10_000):,} resamples"
-    text = (f"{BETTER} significantly better, {WORSE} significantly worse than {what}: two-sided {test}, "
-            f"{_CORRECTION_NAMES[info['correction']]}")
-    if info["correction"] != "none":
-        text += " over the systems tested against the same system, separately for each measure (and view)"
-    text += (f"; \u03b1 = {info['alpha']:g}; n = {info['n_queries']} queries with labels (queries a system did not "
-             f"answer count as 0). Unmarked values are not significant after correction; rows without a baseline are "
-             f"not tested, and a system identical to the one it is tested against on a measure has no test and does "
-             f"not count in the family size.")
+    declared = bool(info.get("hypotheses"))
+    correction = _CORRECTION_NAMES[info["correction"]]
+    if declared:
+        text = (f"{CONFIRMED} confirmatory: a comparison declared in the spec's [[hypotheses]] before the test queries "
+                f"were read; {BETTER} significantly better, {WORSE} significantly worse than {what}: two-sided {test}, "
+                f"{correction} over each declared family's tests only (every system, measure and view in it). "
+                f"{EXPLORED} exploratory: every other comparison; its effect, 95% interval and raw p are under "
+                f"Comparisons, with no correction and no significance mark (a raw p below \u03b1 there is not a "
+                f"finding). ")
+    else:
+        text = (f"{BETTER} significantly better, {WORSE} significantly worse than {what}: two-sided {test}, "
+                f"{correction}")
+        if info["correction"] != "none":
+            text += (" over each default family, separately for each measure and view: the systems tested against "
+                     "the same baseline, and the comparisons of one pipeline's compare list (the spec declares no "
+                     "[[hypotheses]], so no comparison is confirmatory)")
+        text += ". "
+    text += (f"(=) identical to the system it is tested against on every query (some by construction: a top-k "
+             f"reranker's P@k is its input's): no test, counted in no family. \u03b1 = {info['alpha']:g}; "
+             f"{_n_sentence(info)} Unmarked values are not significant after correction; rows without a baseline "
+             f"are not tested.")
+    if info.get("interval"):
+        text += (" Effects: mean paired difference with its 95% " + ("paired t interval" if info["interval"] == "t"
+                 else f"query-bootstrap percentile interval ({info.get('n_resamples', 10_000):,} resamples, seeded)")
+                 + ".")
     if info.get("rel") is not None:
         text += f" Binary measures (P, R, AP, ...) count labels \u2265 {info['rel']} as relevant; nDCG uses the labels."
     views = list(info.get("views") or [])
@@ -140,6 +174,26 @@ def _footnote(info: Mapping, sizes: Mapping[str, str], *, what: str) -> str:
         text += " Family sizes (tests corrected together): " + "; ".join(f"{b}: {k}" for b, k in sizes.items()) + "."
     notes = info.get("notes") or []
     return "\n".join([text, *([notes] if isinstance(notes, str) else notes)])
+
+
+def _n_sentence(info: Mapping) -> str:
+    n = info["n_queries"]
+    text = f"n = {n} queries with labels (queries a system did not answer count as 0)"
+    empty = {k: v for k, v in (info.get("n_no_relevant") or {}).items()}
+    if not empty:
+        return text + "."
+    counts = sorted(set(empty.values()))
+    if counts == [0]:
+        return f"{text}; every one has a relevant document."
+    where = (f"{counts[0]}" if len(counts) == 1 else
+             ", ".join(f"{v} ({k})" for k, v in empty.items()))
+    if info.get("no_relevant", "keep") == "drop":
+        return (f"{text}; the queries without a relevant document ({where}) are dropped (no_relevant = \"drop\"), so "
+                f"n counts the rest.")
+    low = n - max(counts)
+    return (f"{text}, {where} of them without a relevant document (no positive label: every system scores 0 on "
+            f"them): kept, as trec_eval keeps a labelled topic (without them n = {low}"
+            + ("" if len(counts) == 1 else " or more") + ").")
 
 
 def _info(info: Mapping | None, table: pd.DataFrame) -> dict:
@@ -189,34 +243,119 @@ def format_markdown(table: pd.DataFrame, measures: Sequence, order: Sequence[str
             row.append("\u2013" if key not in cells.index else f"{cells.loc[key, 'mean']:.4f}{_mark(cells.loc[key])}")
         rows.append(row + list(extra_cells.get(system, ())))
     body = _markdown(header, rows, [":---"] + ["---:"] * (len(header) - 1))
-    text = body + "\n\n" + _footnote(info, family_sizes(main), what="the row's baseline (the system it is listed "
-                                                                      "under)") + "\n"
-    h2h = table[_head_to_head(table)]
-    if len(h2h):
-        text += "\n" + format_head_to_head(h2h, names, info)
+    text = body + "\n\n" + _footnote(info, family_sizes(table), what="the row's baseline (the system it is listed "
+                                                                       "under)") + "\n"
+    confirmatory = format_confirmatory(table, info)
+    if confirmatory:
+        text += "\n" + confirmatory
+    comparisons = format_comparisons(table, names)
+    if comparisons:
+        text += "\n" + comparisons
+    if "sd_diff" in table.columns and table["p"].notna().any():
+        text += "\n" + format_power(table, info)
     return text
 
 
-def format_head_to_head(table: pd.DataFrame, measures: Sequence[str], info: Mapping) -> str:
-    """The head-to-head families: one row per (system, compared system), cells "mean (delta vs it)" with markers."""
-    columns = _columns(table, measures)
-    cells = table.set_index(["system", "baseline", "view", "measure"])
+def _effect(r) -> str:
+    """A comparison's cell: "= identical", or "+0.0167 [-0.0061, +0.0395] p 0.1500" (then the corrected p and its
+    mark for a confirmatory or corrected one)."""
+    if r["verdict"] in ("identical", "by construction", "untested"):
+        return "= by construction" if r["verdict"] == "by construction" else "= identical"
+    text = f"{r['delta']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] p {r['p']:.4f}"
+    role = r.get("role", "")
+    if role == "exploratory":
+        return text + " " + EXPLORED
+    if isinstance(r.get("family"), str) and r["family"]:
+        text += f" \u2192 {r['p_corrected']:.4f}"
+    return text + (" " + CONFIRMED if role == "confirmatory" else "") + {"better": BETTER, "worse": WORSE}.get(
+        r["verdict"], "")
+
+
+def format_comparisons(table: pd.DataFrame, measures: Sequence[str]) -> str:
+    """Every tested comparison, one table per view: a row per (system, the system it is tested against), per measure
+    the mean paired difference, its 95% interval and raw p (and the corrected p of a confirmatory or corrected one).
+    Empty when nothing is tested."""
+    tested = table[table["baseline"].notna()]
+    if tested.empty or "ci_low" not in tested.columns:
+        return ""
+    out = ["## Comparisons", "",
+           "Difference of the row's system minus the system it is tested against (mean over the queries), its 95% "
+           "interval, raw p (\u2192 corrected p in a family). " + f"{CONFIRMED} confirmatory, {EXPLORED} exploratory "
+           "(raw p only: not a significance claim), = identical on every query (no test).", ""]
+    for view in pd.unique(tested["view"]):
+        rows_v = tested[tested["view"] == view]
+        cells = rows_v.set_index(["system", "baseline", "measure"])
+        rows = []
+        for (system, against), group in rows_v.groupby(["system", "baseline"], sort=False):
+            kind = group["kind"].iloc[0] if "kind" in group.columns else ""
+            row = [f"{_cell(system)} vs {_cell(against)}", _cell(kind or "")]
+            for measure in measures:
+                key = (system, against, measure)
+                row.append("\u2013" if key not in cells.index else _effect(cells.loc[key]))
+            rows.append(row)
+        out += [f"### {view}", "", _markdown(["Comparison", "kind", *measures], rows,
+                                             [":---", ":---"] + ["---:"] * len(measures)), ""]
+    return "\n".join(out)
+
+
+def format_confirmatory(table: pd.DataFrame, info: Mapping) -> str:
+    """The declared hypotheses: one row per confirmatory test, with the means, the effect and its interval, the raw
+    and corrected p, the family size m, the MDE at the family's strictest step, the verdict; then each hypothesis's
+    evidence. Empty when the spec declares none."""
+    if "role" not in table.columns:
+        return ""
+    rows_c = table[table["role"] == "confirmatory"]
+    if rows_c.empty:
+        return ""
+    from superb.eval.effects import mde
+
+    alpha = float(info["alpha"])
     rows = []
-    for (system, against), _ in table.groupby(["system", "baseline"], sort=False):
-        row = [f"{_cell(system)} vs {_cell(against)}"]
-        for view, measure, _ in columns:
-            key = (system, against, view, measure)
-            if key not in cells.index:
-                row.append("\u2013")
-                continue
-            r = cells.loc[key]
-            row.append(f"{r['mean']:.4f} ({r['delta']:+.4f}){_mark(r)}")
-        rows.append(row)
-    header = ["Head-to-head", *[h for _, _, h in columns]]
-    body = _markdown(header, rows, [":---"] + ["---:"] * len(columns))
-    note = _footnote(info, family_sizes(table), what="the system it is compared with (the mean of the row's system, "
-                                                       "its difference in brackets)")
-    return f"## Head-to-head comparisons\n\n{body}\n\n{note}\n"
+    for r in rows_c.to_dict("records"):
+        m = max(int(r["family_size"]), 1)
+        strict = alpha if info["correction"] == "none" else alpha / m
+        same = r["verdict"] in ("identical", "by construction")
+        rows.append([f"{_cell(r['system'])} vs {_cell(r['baseline'])}", _cell(str(r["family"]).split(":", 1)[-1]),
+                     _cell(r["view"]), _cell(r["measure"]), f"{r['mean']:.4f}", f"{r['baseline_mean']:.4f}",
+                     "=" if same else f"{r['delta']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]",
+                     "\u2013" if same else f"{r['p']:.4f}", "\u2013" if same else f"{r['p_corrected']:.4f}",
+                     f"{int(r['family_size'])}", "\u2013" if same else f"{mde(r['sd_diff'], r['n_queries'], strict):.4f}",
+                     f"{r['verdict']}{_mark(pd.Series(r))}"])
+    header = ["Hypothesis", "family", "view", "measure", "mean", "against", "\u0394 [95% CI]", "p", "p corrected",
+              "m", "MDE at \u03b1/m", "verdict"]
+    out = ["## Confirmatory hypotheses", "",
+           f"Declared in the spec before the test queries were read; {_CORRECTION_NAMES[info['correction']]} over "
+           f"each family's tests. MDE: the smallest true difference this test detects with 80% power at the "
+           f"family's strictest step (\u03b1/m; noncentral t, from the row's SD of paired differences).", "",
+           _markdown(header, rows, [":---"] * 4 + ["---:"] * 7 + [":---"]), ""]
+    for h in info.get("hypotheses") or []:
+        if isinstance(h, Mapping) and h.get("evidence"):
+            out.append(f"- {h['system']} vs {h['against']} ({h.get('family', 'confirmatory')}): {h['evidence']}")
+    return "\n".join(out) + "\n"
+
+
+def format_power(table: pd.DataFrame, info: Mapping) -> str:
+    """The MDE block: per view and measure, n, the SD of the paired differences of the tested comparisons and the
+    smallest difference detectable with 80% power at \u03b1 and at the correction's strictest step."""
+    from superb.eval.effects import power_summary
+
+    power = power_summary(table, float(info["alpha"]), info["correction"])
+    rows = [[_cell(r.view), _cell(r.measure), f"{r.n_queries} ({r.n_no_relevant})", f"{r.n_comparisons}",
+             "\u2013" if np.isnan(r.sd_median) else f"{r.sd_median:.4f} ({r.sd_min:.4f}\u2013{r.sd_max:.4f})",
+             "\u2013" if np.isnan(r.mde) else f"{r.mde:.4f}", f"{r.m}",
+             "\u2013" if np.isnan(r.mde_strictest) else f"{r.mde_strictest:.4f}"]
+            for r in power.itertuples()]
+    header = ["view", "measure", "n (no relevant)", "tested", "SD of paired differences: median (range)",
+              "MDE at \u03b1", "m", "MDE at \u03b1/m"]
+    return "\n".join([
+        "## What this table can detect", "",
+        f"Minimum detectable difference (MDE): the smallest true mean difference a two-sided paired t-test detects "
+        f"with 80% power, from n and the median SD of the tested comparisons' paired differences, at \u03b1 = "
+        f"{info['alpha']:g} and at the correction's strictest step \u03b1/m (m: the largest family there); exact "
+        f"power of the t-test (noncentral t). A non-significant difference smaller than the MDE means this table "
+        f"cannot tell, not that there is no effect. Per comparison: columns sd_diff and mde of table.csv; this "
+        f"block is power.csv.", "",
+        _markdown(header, rows, [":---", ":---"] + ["---:"] * 6), ""])
 
 
 def main_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -279,14 +418,14 @@ def format_side_by_side(frame: pd.DataFrame, names: Sequence[str] = ("a", "b")) 
 
 
 def verdict_changes(table: pd.DataFrame) -> pd.DataFrame:
-    """Per tested (family, system, measure): its verdict under each view (columns named by view) and ``changed``:
-    the CONCLUSION differs between views (significantly better / worse / no significant difference, "n.s." and
-    "untested" being the same conclusion)."""
+    """Per tested (family, system, baseline, measure): its verdict under each view (columns named by view) and
+    ``changed``: the CONCLUSION differs between views (significantly better / worse / no significant difference,
+    "n.s." and "identical" being the same conclusion). Exploratory rows (no family) are not tested."""
     tested = table[table["family"].fillna("") != ""]
+    keys = ["family", "system", *(["baseline"] if "baseline" in table.columns else []), "measure"]
     if tested.empty:
-        return pd.DataFrame(columns=["family", "system", "measure", "changed"])
-    wide = tested.pivot_table(index=["family", "system", "measure"], columns="view", values="verdict",
-                              aggfunc="first", sort=False)
+        return pd.DataFrame(columns=[*keys, "changed"])
+    wide = tested.pivot_table(index=keys, columns="view", values="verdict", aggfunc="first", sort=False)
     views = list(pd.unique(tested["view"]))
     wide = wide[views].reset_index()
     conclusions = wide[views].apply(lambda col: col.map(lambda v: v if v in ("better", "worse") else "no difference"))
@@ -307,11 +446,13 @@ def views_sentence(table: pd.DataFrame) -> str:
     if tested == 0:
         return f"No system is tested against another, so no verdict can change between the views {names}.\n"
     if changed.empty:
-        return (f"No conclusion changes between the views {names}: each of the {tested} tested comparisons "
-                "(system against its baseline or head to head, per measure) has the same verdict under every view.\n")
+        return (f"No conclusion changes between the views {names}: "
+                + ("the one tested comparison" if tested == 1 else f"each of the {tested} tested comparisons")
+                + " (system against its baseline or head to head, per measure; confirmatory or corrected) has the "
+                "same verdict under every view.\n")
     lines = [f"{len(changed)} of the {tested} tested comparisons change their conclusion between the views {names}:"]
     for r in changed.itertuples(index=False):
-        against = str(r.family).split(":", 1)[-1]
+        against = getattr(r, "baseline", None) or str(r.family).split(":", 1)[-1]
         verdicts = ", ".join(f"{getattr(r, v) if isinstance(getattr(r, v), str) and getattr(r, v) else '-'} ({v})"
                              for v in views)
         lines.append(f"- {r.system} vs {against}, {r.measure}: {verdicts}")

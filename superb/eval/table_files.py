@@ -68,7 +68,7 @@ def read_tables(folder: Path) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: is {folder} a folder written by `superb run`?")
     table = pd.concat([pd.read_csv(p) for p in [path, *sorted(folder.glob("table_*.csv"))]], ignore_index=True)
-    for column in ("family", "verdict"):  # "" (not NaN) where a row has none, as in memory
+    for column in ("family", "verdict", "kind", "role"):  # "" (not NaN) where a row has none, as in memory
         if column in table.columns:
             table[column] = table[column].fillna("").astype(str)
     if "view" not in table.columns:

@@ -83,7 +83,7 @@ def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names:
 def verdict_flips(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[str] = ("a", "b"),
                   only_flips: bool = True) -> pd.DataFrame:
     """Rows of two significance tables (same systems and measures) whose verdicts differ
-    ("better", "worse", "n.s.", "untested"); rows without a baseline are skipped. ``only_flips=False`` keeps all."""
+    ("better", "worse", "n.s.", "identical"); rows without a baseline are skipped. ``only_flips=False`` keeps all."""
     a_name, b_name = names
     keys = ["system", "measure"]
     merged = table_a[keys + ["baseline", "verdict", "p_corrected", "delta"]].merge(

@@ -15,7 +15,7 @@ Writes to the results folder:
   label_study_verdicts.csv  every tested (system, baseline, measure) verdict under both label sets, flipped or not
 
 A verdict FLIPS when the conclusion changes: significantly better, significantly worse, or no significant difference
-("n.s." and "untested", i.e. identical per-query values, are the same conclusion).
+("n.s." and "identical", i.e. identical per-query values, are the same conclusion).
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def _all_verdicts(study) -> pd.DataFrame:
 
 
 def _conclusion(verdict: str) -> str:
-    """A verdict as a conclusion: "better", "worse", or no significant difference ("n.s." and "untested" alike)."""
+    """A verdict as a conclusion: "better", "worse", or no significant difference ("n.s." and "identical" alike)."""
     return verdict if verdict in ("better", "worse") else "no difference"
 
 
