@@ -37,7 +37,8 @@ from superb.llm.types import ChatRequest, Completion
 from superb.pipelines.query_text import sanitise_query
 from superb.transformers.base import Opt, non_negative_int, positive_int, read_options, require_llm
 
-TEMPLATE = "expansion_product"
+TEMPLATE = "deliberated_attributes"  # the ideal product's attributes: superb.llm.ideal's request, shared (and cached)
+MAX_TOKENS = 160  # with the deliberated reranker and judge when repeat/samples leave sample 0 as it is
 EXPANSION = "expansion"  # the column holding the generated text alone
 # Labels the model writes before its lines ("Product title:", "Description -"): not words of the product.
 _LABEL = re.compile(r"^\s*(?:[-*\u2022]\s*)?(?:product\s+title|title|product\s+description|description|product)"
@@ -67,7 +68,7 @@ OPTIONS: dict[str, Opt] = {
     "repeat": Opt(1, non_negative_int),
     "samples": Opt(1, positive_int),
     "temperature": Opt(0.7, lambda v, p: _temperature(v, p)),
-    "max_tokens": Opt(80, positive_int),
+    "max_tokens": Opt(MAX_TOKENS, positive_int),
     "sanitise": Opt(True, lambda v, p: _boolean(v, p)),
 }
 
@@ -81,7 +82,7 @@ class QueryExpansion(pt.Transformer):
     type_name = "expand"
 
     def __init__(self, llm: Any, *, template: str = TEMPLATE, repeat: int = 1, samples: int = 1,
-                 temperature: float = 0.7, max_tokens: int = 80, sanitise: bool = True, tag: str = "expand"):
+                 temperature: float = 0.7, max_tokens: int = MAX_TOKENS, sanitise: bool = True, tag: str = "expand"):
         from superb.llm.prompts import load_template
 
         if int(repeat) < 0 or int(samples) < 1 or int(max_tokens) < 1:
