@@ -58,7 +58,7 @@ def test_expanded_query_repeats_and_sanitises_what_terrier_would_reject():
 
 def test_one_greedy_call_per_distinct_query_and_pt_rewrite_columns():
     with FakeServer(responder=catalogue) as srv, client(srv) as llm:
-        expand = QueryExpansion(llm, repeat=2)
+        expand = QueryExpansion(llm, repeat=2, template="expansion_product", max_tokens=80)
         res = pd.DataFrame({"qid": ["q1", "q1", "q2"], "query": ["aa battery"] * 2 + ["hdmi cable"],
                             "docno": ["d1", "d2", "d3"], "score": [2.0, 1.0, 1.0]})
         out = expand(res)
@@ -71,6 +71,19 @@ def test_one_greedy_call_per_distinct_query_and_pt_rewrite_columns():
     assert out["expansion"].iloc[2] == "Hdmi Cable Pro 2000 a great hdmi cable with warranty"
     assert list(out["docno"]) == ["d1", "d2", "d3"]
     assert expand.stats["calls"] == 2 and expand.stats["queries"] == 2
+
+
+def test_default_request_is_the_deliberated_ideal_product_request():
+    """Sample 0 of the default stage IS the deliberated reranker's (and judge's) first request, so their cached
+    answers serve the expansion with no call (the tag is not part of the cache key)."""
+    from dataclasses import replace
+
+    from superb.llm import ideal
+
+    stage = QueryExpansion(None, samples=2)
+    first, sampled = stage.requests("aa battery")
+    assert replace(first, tag="") == replace(ideal.attributes_request("aa battery"), tag="")
+    assert (sampled.temperature, sampled.seed) == (0.7, 1)
 
 
 def test_samples_are_greedy_then_seeded_and_merged():
@@ -116,7 +129,7 @@ def test_restore_query_puts_the_original_back_and_keeps_the_expansion():
 def test_from_spec_is_strict():
     context = BuildContext(llm=object())
     stage = build_reranker({"type": "expand", "repeat": 3, "samples": 2}, context=context, path="p.rerank[0]")
-    assert (stage.repeat, stage.samples, stage.template.name) == (3, 2, "expansion_product")
+    assert (stage.repeat, stage.samples, stage.template.name) == (3, 2, "deliberated_attributes")
     with pytest.raises(SpecError, match=r"p\.rerank\[0\]\.k: unknown option.*repeat"):
         build_reranker({"type": "expand", "k": 3}, context=context, path="p.rerank[0]")
     with pytest.raises(SpecError, match=r"\.template: expected a prompt template name"):
