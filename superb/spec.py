@@ -98,10 +98,11 @@ class PipelineSpec:
 
     @property
     def uses_llm(self) -> bool:
-        return any(r.get("type") not in _NON_LLM_TYPES for r in self.rerank)
+        expands = isinstance(self.first_stage, dict) and "expand" in self.first_stage  # first_stage.expand: LLM
+        return expands or any(r.get("type") not in _NON_LLM_TYPES for r in self.rerank)
 
 
-_NON_LLM_TYPES = {"shuffle", "random", "biencoder", "fuse"}
+_NON_LLM_TYPES = {"shuffle", "random", "biencoder", "fuse", "reset", "bm25"}
 
 
 @dataclass(frozen=True)

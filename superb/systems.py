@@ -74,8 +74,16 @@ def build_systems(pipelines: tuple[PipelineSpec, ...], dataset: Any, *, llm: Any
     systems: dict[str, System] = {}
     for p in pipelines:
         if p.first_stage is not None:
-            stage = from_spec(p.first_stage, dataset, path=f"{p.path}.first_stage")
-            systems[p.name] = System(p.name, Memo(stage, p.name), [stage])
+            options = dict(p.first_stage)
+            expand = options.pop("expand", None)  # first_stage.expand: the query rewritten by an LLM first
+            stage = from_spec(options, dataset, path=f"{p.path}.first_stage")
+            if expand is None:
+                systems[p.name] = System(p.name, Memo(stage, p.name), [stage])
+                continue
+            expansion = _expansion(expand, p, dataset, llm, seed, progress)
+            from superb.transformers.expansion import RestoreQuery
+
+            systems[p.name] = System(p.name, Memo(expansion >> stage >> RestoreQuery(), p.name), [expansion, stage])
             continue
         rerankers = _rerankers(p, dataset, llm, seed, progress)
         pipeline = systems[p.input].pipeline
@@ -83,6 +91,23 @@ def build_systems(pipelines: tuple[PipelineSpec, ...], dataset: Any, *, llm: Any
             pipeline = pipeline >> reranker
         systems[p.name] = System(p.name, Memo(pipeline, p.name), rerankers)
     return systems
+
+
+def _expansion(options: Any, p: PipelineSpec, dataset: Any, llm: Any, seed: int, progress: bool):
+    """``first_stage.expand = {...}``: an ``expand`` stage (superb.transformers.expansion) before the retrieval; the
+    system's output has the original query back (RestoreQuery), so its rerankers read what the shopper typed."""
+    from superb.errors import SpecError
+    from superb.transformers import BuildContext, build_reranker
+
+    path = f"{p.path}.first_stage.expand"
+    if not isinstance(options, dict):
+        raise SpecError(path, f"expected a table of expansion options, e.g. {{ repeat = 1 }}, got {options!r}")
+    if options.get("type", "expand") != "expand":
+        raise SpecError(f"{path}.type", f"only \"expand\" rewrites a first stage's query, got {options['type']!r}")
+    expansion = build_reranker({**options, "type": "expand"}, context=BuildContext(dataset=dataset, llm=llm, seed=seed),
+                               path=path)
+    expansion.progress_label, expansion.progress = p.name, progress
+    return expansion
 
 
 def _rerankers(p: PipelineSpec, dataset: Any, llm: Any, seed: int, progress: bool) -> list:

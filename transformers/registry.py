@@ -28,6 +28,10 @@ RERANKERS: dict[str, str] = {
     "pairwise_prob": "superb.transformers.pairwise_prob:PairwiseProbReranker",
     "setwise": "superb.transformers.setwise:SetwiseReranker",
     "fuse": "superb.transformers.fuse:Fuse",
+    # query rewriting (issue 26): LLM expansion, the query restored, and BM25 rescoring with the rewritten query
+    "expand": "superb.transformers.expansion:QueryExpansion",
+    "reset": "superb.transformers.expansion:RestoreQuery",
+    "bm25": "superb.transformers.bm25_rescore:BM25Rescore",
 }
 
 

@@ -1,0 +1,108 @@
+"""``bm25`` (no LLM): the top_k of each query rescored by Terrier BM25 with the frame's CURRENT query text.
+
+A first stage retrieves; this stage only re-scores the products it is given, over the same cached Terrier index
+(``pt.terrier.Retriever`` in its re-ranking mode: the input's docnos, nothing else). Its use is a rewritten query
+(``bm25 >> expand >> BM25Rescore(...) >> reset``): BM25's own top 100 ordered by the expanded query, so no product
+outside what BM25 retrieved enters the ranking. The score goes to ``bm25_score`` (and ``llm_score``; the base
+keeps ``first_stage_score``), so ``fuse`` can mix the original and the expanded BM25 scores.
+
+A product that matches no term of the query gets score 0 (counted: ``unmatched``). The query is sanitised first
+(superb.pipelines.sanitise_query), as the first stage does. Options: ``top_k`` (100), ``fields`` (the indexed fields,
+as in ``first_stage``), ``k1``, ``b`` (Terrier's defaults 1.2, 0.75).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from superb.pipelines.query_text import sanitise_query
+from superb.transformers.base import Candidates, Opt, Reranker, positive_int, read_options, spec_error, str_list
+
+
+def _number(value: Any, path: str) -> float:
+    from superb.errors import SpecError
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise SpecError(path, f"expected a number >= 0, got {value!r}")
+    return float(value)
+
+
+OPTIONS: dict[str, Opt] = {
+    "top_k": Opt(100, positive_int),
+    "fields": Opt(None, str_list),
+    "k1": Opt(1.2, _number),
+    "b": Opt(0.75, _number),
+}
+
+
+class BM25Rescore(Reranker):
+    """Rescore the top_k by Terrier BM25 with the current ``query`` (see the module docstring)."""
+
+    type_name = "bm25"
+    needs_text = False
+
+    def __init__(self, dataset: Any, *, top_k: int | None = 100, fields: Sequence[str] | None = None,
+                 k1: float = 1.2, b: float = 0.75, tag: str = ""):
+        from superb.pipelines import first_stage
+
+        super().__init__(None, top_k=top_k, tag=tag)
+        # the first stage validates the options and owns the cached index this stage reads
+        self._stage = first_stage(dataset, engine="terrier", model="bm25", fields=list(fields) if fields else None,
+                                  bm25={"k1": k1, "b": b}, path=tag or "bm25")
+        self._retriever = None
+        self._scores: dict[tuple[str, str], float] = {}
+
+    def __repr__(self) -> str:
+        o = self._stage.options
+        return f"BM25Rescore(top_k={self.top_k}, fields={list(o.fields)}, k1={o.k1}, b={o.b})"
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "BM25Rescore":
+        from superb.errors import SpecError
+
+        opts = read_options(options, path, OPTIONS)
+        if getattr(context, "dataset", None) is None:
+            raise SpecError(path, "the bm25 stage needs the data set (its Terrier index), but the context has none")
+        try:
+            return cls(context.dataset, tag=path, **opts)
+        except ValueError as e:
+            raise spec_error(path, e) from e
+
+    def retriever(self):
+        if self._retriever is None:
+            import pyterrier as pt
+
+            cached = self._stage.prepare()
+            o = self._stage.options
+            index = pt.IndexFactory.of(str(cached.path))
+            self._retriever = pt.terrier.Retriever(index, wmodel="BM25", controls={"c": str(o.b)},
+                                                   properties={"bm25.k_1": str(o.k1)}, metadata=["docno"])
+        return self._retriever
+
+    def bm25_scores(self, inp: pd.DataFrame) -> dict[tuple[str, str], float]:
+        """(qid, docno) -> BM25 score under the row's query, for the top_k rows of each query."""
+        import pyterrier as pt
+
+        ranked = inp.sort_values(["qid", "rank"] if "rank" in inp.columns else ["qid"], kind="stable")
+        head = ranked.groupby("qid", sort=False).head(self.top_k) if self.top_k else ranked
+        frame = pd.DataFrame({"qid": head["qid"].astype(str), "query": head["query"].map(sanitise_query),
+                              "docno": head["docno"].astype(str)})
+        frame = frame[frame["query"] != ""]
+        if len(frame) == 0:
+            return {}
+        retriever = self.retriever()
+        pt.terrier.J.ApplicationSetup.setProperty("bm25.k_1", str(self._stage.options.k1))  # global in the JVM
+        found = retriever(frame)
+        return {(str(q), str(d)): float(s) for q, d, s in zip(found["qid"], found["docno"], found["score"])}
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if len(inp):
+            self._scores = self.bm25_scores(inp)
+        return super().transform(inp)
+
+    async def score(self, cands: Candidates) -> list[float]:
+        scores = [self._scores.get((cands.qid, d)) for d in cands.docnos]
+        self.stats["unmatched"] += sum(s is None for s in scores)
+        return [0.0 if s is None else s for s in scores]
