@@ -15,8 +15,9 @@ file and the queries (or the line), with the fix: run that shard again.
 The merge: topics, qrels and every system's run concatenated in the spec's query order; each pipeline's counters and
 LLM usage summed (from the exact values of the shards' provenance); the shipped responses merged by key (one row per
 key: a key two shards used is kept once, and a key they answered differently is counted as a conflict and keeps the
-lower shard's answer). The result goes through the results writer of ``superb run`` (superb.results.write_results):
-one table, with its significance over all queries. Merge reads only the folders: no data set, index or model.
+lower shard's answer); each shard's stage_scores.csv.gz joined to its runs (superb.stage_scores). The result goes
+through the results writer of ``superb run`` (superb.results.write_results): one table, with its significance over
+all queries. Merge reads only the folders: no data set, index or model.
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ class ShardFolder:
 
     def runs(self) -> dict[str, pd.DataFrame]:
         from superb.results import read_run
+        from superb.stage_scores import with_stage_scores
 
-        return {name: read_run(self.file(rel)) for name, rel in self.systems().items()}
+        return with_stage_scores({name: read_run(self.file(rel)) for name, rel in self.systems().items()}, self.path)
 
     def topics(self) -> pd.DataFrame:
         return pd.read_csv(self.file("topics.tsv"), sep="\t", header=None, names=["qid", "query"], dtype=str,

@@ -17,6 +17,8 @@ Layout of ``results/NAME/``:
   runs/SYSTEM.run          TREC run files (pt.io), scores strictly decreasing in rank order (superb.pipelines.ties):
                            trec_eval, ir_measures or pt.Experiment on these files and qrels.trec give table.csv
   systems.json             system name -> run file
+  stage_scores.csv.gz      each stage's own score (first_stage_score, <stage>_score, llm_score, fuse_score) of each
+                           system's top 10 per query, the rows report.html shows (superb.stage_scores)
   qrels.trec, topics.tsv   exactly what was evaluated
   responses.jsonl.gz       the cached LLM answers the run used (superb/llm/ship.py): `superb responses replay`
   provenance.json          spec, package versions, data checksums, project commit, LLM endpoint/model, timings, the
@@ -38,6 +40,7 @@ from superb.errors import DataError
 from superb.experiment import ExperimentResult
 from superb.llm.ship import ship_responses
 from superb.spec import check_file_names, file_name
+from superb.stage_scores import write_stage_scores
 
 USAGE_COLUMNS = ("calls", "cache_hits", "coalesced", "failures", "retries", "prompt_tokens", "completion_tokens",
                  "saved_prompt_tokens", "server_cached_tokens")
@@ -167,6 +170,7 @@ def _write_folder(result: ExperimentResult, ev: Evaluation, out_dir: Path) -> No
         systems[name] = f"runs/{file_name(name)}.run"
         write_run(pr.run, out_dir / systems[name], tag=file_name(name))
     (out_dir / "systems.json").write_text(json.dumps(systems, indent=2), encoding="utf-8")
+    write_stage_scores({name: pr.run for name, pr in result.pipelines.items()}, out_dir)
     result.qrels[["qid", "docno", "label"]].assign(it=0)[["qid", "it", "docno", "label"]].to_csv(
         out_dir / "qrels.trec", sep=" ", header=False, index=False)
     result.topics[["qid", "query"]].to_csv(out_dir / "topics.tsv", sep="\t", header=False, index=False)

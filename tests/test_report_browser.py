@@ -167,3 +167,41 @@ def test_human_labels_first_then_the_llm_label_where_there_is_none(tiny_folder, 
         assert badge.text() == str(human.get(docno, 0)) and is_llm == (docno not in human), (docno, badge.attrs)
         seen["llm" if is_llm else "human"] += 1
     assert seen["human"] and seen["llm"]
+
+
+def test_each_product_shows_its_score_at_each_stage(tiny_folder, tmp_path):
+    import re
+    import shutil
+
+    from superb.cli import main
+    from superb.stage_scores import read_stage_scores
+
+    random = "BM25 >> shuffle >> random"
+    scores = read_stage_scores(tiny_folder).set_index(["system", "docno"])  # docnos are unique across the 2 queries
+    fragment = "#a=BM25%20%3E%3E%20shuffle&b=" + random.replace(" ", "%20").replace(">", "%3E")
+    dom = parse(browse(tiny_folder / "report.html", tmp_path, fragment=fragment))
+    lists = dom.by_id("side-by-side").find_all("ol", "ranking")
+    assert [ol.attrs["data-system"] for ol in lists] == ["BM25 >> shuffle", random]
+    checked = 0
+    for ol in lists:
+        for li in ol.find_all("li"):
+            docno = li.find_all("span", "docno")[0].text()
+            text = li.find_all("span", "scores")[0].text()  # e.g. "scores: first_stage 1.953e-06 · random 0.6962"
+            row = scores.loc[(ol.attrs["data-system"], docno)]
+            for column in ("first_stage_score", "random_score"):
+                if pd.isna(row[column]):
+                    continue
+                found = re.search(rf"\b{column[:-6]} (\S+)", text)
+                assert found and float(found.group(1)) == pytest.approx(row[column], rel=1e-3), (docno, text)
+                checked += 1
+            assert "llm " not in text  # llm_score repeats random_score: not shown twice
+    assert checked >= 2 * len(lists[1].find_all("li"))
+    assert "scores not stored" not in dom.by_id("side-by-side").text()
+
+    old = shutil.copytree(tiny_folder, tmp_path / "old")  # a folder written before stage_scores.csv.gz existed
+    (old / "stage_scores.csv.gz").unlink()
+    assert main(["report", str(old)]) == 0
+    dom = parse(browse(old / "report.html", tmp_path, fragment=fragment))
+    side = dom.by_id("side-by-side")
+    assert not side.find_all("span", "scores") and "(scores not stored in this folder)" in side.text()
+    assert all(ol.find_all("li") for ol in side.find_all("ol", "ranking"))  # the lists themselves still render

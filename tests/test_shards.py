@@ -24,7 +24,8 @@ from test_batch_rounds import model
 
 SECRET = "sk-live-shardsecret-0123456789"
 NAME = "sharded"
-COMPARED = ["table.csv", "perquery.csv", "topics.tsv", "qrels.trec", "systems.json", "responses.jsonl.gz"]
+COMPARED = ["table.csv", "perquery.csv", "topics.tsv", "qrels.trec", "systems.json", "responses.jsonl.gz",
+            "stage_scores.csv.gz"]
 
 
 def spec_text(base_url: str, cache: Path, *, concurrency: int = 4, top_k: int = 6) -> str:

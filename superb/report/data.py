@@ -7,8 +7,10 @@ provenance.json (the spec: which system reads which, the data set, the relevance
 
 Not in the folder: product titles. They come from the data set the spec names, through superb's loaders (as `superb
 run` read it); where it cannot be loaded, or lacks a product, the page shows the docno and says how many titles are
-missing. Reranked run files hold rank-derived scores (superb.transformers.base: n - position), so the page shows each
-stage's rank, and the score only of a first stage (BM25's, RM3's).
+missing. Reranked run files hold rank-derived scores (transformers/base.py: n - position), so the page shows each
+stage's rank from the run files, the first stages' scores from theirs, and each stage's own score (P(yes), a
+probability, a fused value) from stage_scores.csv.gz (superb.stage_scores: each system's top 10 per query) where the
+folder has one; a folder written before that file existed renders without them and says so.
 """
 
 from __future__ import annotations
@@ -151,6 +153,32 @@ def _rounded(value: float, digits: int = 4) -> float | None:
     return None if value is None or not math.isfinite(value) else round(float(value), digits)
 
 
+def _significant(value: float, digits: int = 4) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(f"{value:.{digits}g}")
+
+
+def _stage_scores(folder: Path, systems: list[str], qindex: dict[str, int], dindex: dict[str, int]):
+    """stage_scores.csv.gz for the page: ({system: its *_score columns with a value}, {system: [{doc index: [value
+    per column] of each product} per query]}), or None when the folder has no such file."""
+    from superb.stage_scores import KEYS, read_stage_scores
+
+    frame = read_stage_scores(folder)
+    if frame is None:
+        return None
+    columns: dict[str, list[str]] = {}
+    values: dict[str, list[dict[str, list[float | None]]]] = {}
+    for name, rows in frame.groupby("system", sort=False):
+        if name not in systems:
+            continue
+        own = [c for c in frame.columns[len(KEYS):] if rows[c].notna().any()]
+        per_query: list[dict[str, list[float | None]]] = [{} for _ in qindex]
+        for row in rows[["qid", "docno", *own]].itertuples(index=False):
+            if row[0] in qindex and row[1] in dindex:
+                per_query[qindex[row[0]]][str(dindex[row[1]])] = [_significant(v) for v in row[2:]]
+        columns[str(name)], values[str(name)] = own, per_query
+    return columns, values
+
+
 def collect(folder: str | Path) -> dict[str, Any]:
     """The page's payload for the results folder ``folder`` (see the module docstring)."""
     folder = Path(folder)
@@ -194,6 +222,7 @@ def collect(folder: str | Path) -> dict[str, Any]:
                 column[qindex[qid]] = _rounded(value)
         values.setdefault(f"{view}|{measure}", {})[str(system)] = column
 
+    stored = _stage_scores(folder, systems, qindex, dindex)
     found = load_titles(spec.get("dataset"), set(docs))
     cost = folder / "cost.png"
     return {
@@ -216,6 +245,9 @@ def collect(folder: str | Path) -> dict[str, Any]:
         "titles_missing": found.missing,
         "runs": runs,
         "scores": scores,
+        "scores_stored": stored is not None,
+        "stage_columns": stored[0] if stored else {},
+        "stage_scores": stored[1] if stored else {},
         "qrels": labels(qrels),
         "llm_qrels": labels(llm_qrels),
         "has_llm_qrels": bool(len(llm_qrels)),
