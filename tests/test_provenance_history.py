@@ -19,9 +19,6 @@ FOLDERS = sorted(p.parent.name for p in RESULTS.glob("*/provenance.json"))
 # Folders whose recorded commit is known to be missing and which another helper of issue 22 re-issues (item 9 owns
 # chorus_table4_full). Remove a name once its folder is re-issued; a listed folder that passes is fine.
 PENDING_REISSUE = {
-    # written by the old benchmark writer (no commit) and its 35 LLM answers were never shipped, so it cannot be
-    # re-derived with 0 calls: `superb judge experiments/chorus_superlative.toml` re-issues it live (new answers)
-    "chorus_superlative": "no commit recorded and no shipped responses: needs a live re-issue (35 calls)",
 }
 
 
