@@ -100,8 +100,11 @@ def test_the_page_shows_the_table_and_two_rankings_side_by_side(tiny_folder, tmp
     page = folder / "report.html"
     dom = parse(browse(page, tmp_path))
 
-    rows = {tr.attrs["data-system"] for tr in dom.by_id("table").find_all("tr") if "data-system" in tr.attrs}
+    main_table = dom.by_id("table").find_all("table")[0]  # Table 4 itself; comparisons and MDE tables follow it
+    rows = {tr.attrs["data-system"] for tr in main_table.find_all("tr") if "data-system" in tr.attrs}
     assert rows == {"BM25", "BM25 >> shuffle", "BM25 >> shuffle >> random"}  # table.md's rows, rendered
+    comparisons = {tr.attrs.get("data-system") for tr in dom.by_id("table").find_all("tr")}
+    assert "BM25 >> shuffle vs BM25" in comparisons  # the comparisons section (effect, interval, p) is on the page
     side = dom.by_id("side-by-side")
     lists = side.find_all("ol", "ranking")
     # default pair: the best row with a baseline (nDCG@10) against its baseline: BM25 >> shuffle (0.9826) vs BM25
