@@ -22,7 +22,6 @@ all queries. Merge reads only the folders: no data set, index or model.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import json
 import logging
@@ -34,6 +33,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
+from superb.digest import sha256_file
 from superb.errors import DataError
 from superb.shards import SHARD_RULE, Shard, spec_differences, spec_digest
 
@@ -151,7 +151,7 @@ def verify_shard(s: ShardFolder) -> bool:
         path = s.path / rel
         if not path.is_file():
             raise DataError(f"{s.name()}: {rel} is missing (provenance.json records it): {s.again()}")
-        got = _sha256(path)
+        got = sha256_file(path)
         if got != want:
             raise DataError(f"{s.name()}: {rel} was changed after the shard was written (sha256 {got[:12]}, "
                             f"provenance.json records {str(want)[:12]}): {s.again()}, or restore the file")
@@ -201,14 +201,6 @@ def _finite(text: str) -> bool:
         return math.isfinite(float(text))
     except ValueError:
         return False
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def check_shards(shards: list[ShardFolder]) -> list[str]:

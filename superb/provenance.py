@@ -24,6 +24,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from superb.digest import sha256_file
+
 PACKAGES = ("superb", "python-terrier", "pyterrier", "pyterrier-pisa", "ir-datasets", "ir-measures", "openai",
             "pandas", "numpy", "scipy", "xllamacpp", "onnxruntime")
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,6 +134,6 @@ def recorded_patch_ok(folder: str | Path, project: dict[str, Any]) -> str | None
     file = Path(folder) / diff["patch"]
     if not file.is_file():
         return f"{file} is missing (recorded sha256 {diff['sha256'][:12]}...)"
-    if hashlib.sha256(file.read_bytes()).hexdigest() != diff["sha256"]:
+    if sha256_file(file) != diff["sha256"]:
         return f"{file} does not match the recorded sha256 {diff['sha256'][:12]}..."
     return None

@@ -93,6 +93,13 @@ def test_a_row_the_cache_cannot_load_is_named_with_the_command_that_removes_it(d
         assert srv.requests - before == 1  # only the removed answer is asked again
 
 
+def test_removing_from_a_cache_that_does_not_exist_names_it_and_creates_nothing(tmp_path, capsys):
+    cache = tmp_path / "typo.sqlite"
+    assert main(["responses", "remove", "a" * 64, "--cache", str(cache)]) == 2
+    assert f"the LLM response cache {cache} does not exist" in capsys.readouterr().err
+    assert not cache.exists()
+
+
 def test_shipping_a_row_whose_logprobs_are_not_json_names_it(tmp_path):
     from superb.errors import LLMError
     from superb.llm import ChatRequest, Completion, ResponseCache

@@ -251,6 +251,8 @@ def _remove(args: argparse.Namespace) -> int:
     if bad:
         raise SuperbError(f"not a cache key: {', '.join(map(repr, bad[:5]))} (a key is 64 lower-case hex digits)")
     path = _cache_path(args)
+    if not path.exists():  # opening it would create an empty cache there and "remove 0": name the path instead
+        raise SuperbError(f"the LLM response cache {path} does not exist: give the cache the error named (--cache)")
     with ResponseCache(path) as cache:
         removed = cache.remove(args.keys)
     print(f"removed {removed} of {len(args.keys)} answers from {path}; the next run makes those requests again")

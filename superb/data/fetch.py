@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from superb import paths
+from superb.digest import sha256_file  # noqa: F401 - superb.data.fetch.sha256_file, as before
 from superb.errors import DataError
 
 MIRROR_ENV = "SUPERB_DATA_MIRROR"
@@ -36,14 +37,6 @@ class PinnedFile:
     url: str
     size: int
     sha256: str
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def fetch(pinned: PinnedFile, dataset: str, *, timeout: float = 60.0) -> Path:

@@ -305,6 +305,15 @@ def _probe(conn: sqlite3.Connection, path: Path) -> None:
         raise corrupt_cache_error(path, f"database disk image is malformed: {found[:300]}")
 
 
+def _drop_sources(conn: sqlite3.Connection, keys: list[str]) -> None:
+    """Forget where the answers of ``keys`` were imported from (no response_sources table: none ever was)."""
+    try:
+        conn.executemany("DELETE FROM response_sources WHERE key = ?", [(k,) for k in keys])
+    except sqlite3.OperationalError as e:
+        if "no such table" not in str(e):
+            raise
+
+
 class _Busy(Exception):
     """SQLite said the file is locked or busy while the cache was being opened (retried by ResponseCache)."""
 
@@ -385,19 +394,16 @@ class ResponseCache:
         if self._conn is None or self.mode == "refresh":
             return None
         key = cache_key(model, request)
-        with self._lock:
+        with self._locked("read") as conn:  # damaged since it was opened: the error given at open
             try:
-                row = self._conn.execute(
+                row = conn.execute(
                     "SELECT text, logprobs, prompt_tokens, completion_tokens, latency_s FROM responses WHERE key = ?",
                     (key,),
                 ).fetchone()
             except sqlite3.OperationalError as e:
-                if self.mode == "read-only" and "no such table" in str(e):
-                    row = None
-                else:
-                    self._fail("read", e)
-            except sqlite3.DatabaseError as e:  # "database disk image is malformed": damaged since it was opened
-                self._fail("read", e)
+                if not (self.mode == "read-only" and "no such table" in str(e)):
+                    raise
+                row = None  # an empty file opened read-only: every lookup misses
             if row is None:
                 self.misses += 1
             else:
@@ -430,16 +436,9 @@ class ResponseCache:
         row = (key, model, request.template, canonical, completion.text,
                _dump_logprobs(completion.logprobs), completion.prompt_tokens, completion.completion_tokens,
                completion.latency_s, time.time())
-        with self._lock:
-            try:
-                self._conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-                try:  # an answer made here replaces an imported one: it is no longer from that source
-                    self._conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
-                except sqlite3.OperationalError as e:
-                    if "no such table" not in str(e):  # no response_sources table: nothing was ever imported
-                        raise
-            except sqlite3.DatabaseError as e:
-                self._fail("write", e)
+        with self._locked("write") as conn:
+            conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            _drop_sources(conn, [key])  # an answer made here replaces an imported one: it is no longer from that source
             self.writes += 1
             self.used.add(key)
         return True
@@ -559,15 +558,9 @@ class ResponseCache:
         if self._conn is None or self.mode == "read-only":
             raise LLMError(f"cannot remove responses from {self.path}: the cache is {self.mode!r}")
         keys = list(keys)
-        removed = 0
         with self._locked("write") as conn:
-            for key in keys:
-                removed += conn.execute("DELETE FROM responses WHERE key = ?", (key,)).rowcount
-                try:
-                    conn.execute("DELETE FROM response_sources WHERE key = ?", (key,))
-                except sqlite3.OperationalError as e:
-                    if "no such table" not in str(e):
-                        raise
+            removed = sum(conn.execute("DELETE FROM responses WHERE key = ?", (key,)).rowcount for key in keys)
+            _drop_sources(conn, keys)
         return removed
 
     def source_counts(self, keys: Iterable[str]) -> dict[str, int]:

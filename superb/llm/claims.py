@@ -154,12 +154,20 @@ class ClaimBook:
             try:
                 with self.cache._locked("write") as conn:
                     conn.execute("UPDATE claims SET beat = ? WHERE owner = ?", (time.time(), self.owner))
-            except Exception:  # noqa: BLE001 - a closed or damaged cache: the run's own next lookup reports it
+            except Exception as e:  # noqa: BLE001 - a closed or damaged cache: the run's own next lookup reports it
+                if not self._stop.is_set():  # closing while a beat was due is no failure
+                    log.warning("stopped refreshing this process's claims on LLM requests in %s (%s): another "
+                                "process may take them over after %.0f s and send those requests too",
+                                self.cache.path, e, STALE_S)
                 return
 
     def close(self) -> None:
-        """Stop the heartbeat and drop this owner's claims (called by ResponseCache.close, under no lock)."""
+        """Stop the heartbeat and drop this owner's claims (called by ResponseCache.close, under no lock, so a beat
+        under way can finish: the thread is joined before the cache's connection closes)."""
         self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=STALE_S)
+            self._beat = None
         if self.held and self.cache._conn is not None:
             try:
                 with self.cache._locked("write") as conn:

@@ -22,7 +22,6 @@ sorted file; the summary's sha256 covers all parts in order.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from superb.digest import sha256_files
 from superb.errors import SuperbError
 from superb.llm.cache import CachedRow, ResponseCache, StoreCounts, unloadable_row_error
 
@@ -220,9 +220,4 @@ def _verified(path: Path, report: ReplayReport) -> Iterator[CachedRow]:
 
 def _sha256(path: Path) -> str:
     """sha256 of the bytes of every part of ``path``, in order (one part: the file's own sha256)."""
-    h = hashlib.sha256()
-    for part in part_paths(path):
-        with open(part, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
+    return sha256_files(part_paths(path))
