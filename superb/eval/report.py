@@ -307,13 +307,12 @@ def format_confirmatory(table: pd.DataFrame, info: Mapping) -> str:
     rows_c = table[table["role"] == "confirmatory"]
     if rows_c.empty:
         return ""
-    from superb.eval.effects import mde
+    from superb.eval.effects import mde, strictest_alpha
 
     alpha = float(info["alpha"])
     rows = []
     for r in rows_c.to_dict("records"):
-        m = max(int(r["family_size"]), 1)
-        strict = alpha if info["correction"] == "none" else alpha / m
+        strict = strictest_alpha(alpha, info["correction"], r["family_size"])
         same = r["verdict"] in SAME_VERDICTS
         rows.append([f"{_cell(r['system'])} vs {_cell(r['baseline'])}", _cell(str(r["family"]).split(":", 1)[-1]),
                      _cell(r["view"]), _cell(r["measure"]), f"{r['mean']:.4f}", f"{r['baseline_mean']:.4f}",
