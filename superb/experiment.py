@@ -145,13 +145,14 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
     qrels = all_qrels = dataset.qrels()
     check_levels(spec, dataset, all_qrels)
     chosen = check_topics(select_topics(dataset, spec.queries))
-    check_evaluable(spec, chosen, all_qrels[all_qrels["qid"].isin(set(chosen["qid"]))])  # counts the whole selection
+    check_evaluable(spec, chosen, all_qrels)  # the whole selection, before its unjudged queries are skipped
     selection, query_checks = unjudged_queries(chosen, all_qrels, spec.queries)
     topics = selection
     if shard is not None:
         topics = shard.select(selection, spec.name)
     qrels = qrels[qrels["qid"].isin(set(topics["qid"]))].reset_index(drop=True)
-    check_evaluable(spec, topics, qrels, sharded=shard is not None)
+    if shard is not None:  # skipping unjudged queries keeps every labelled one: only a shard can hold too few
+        check_evaluable(spec, topics, qrels, sharded=True)
     timings["load_data_s"] = time.perf_counter() - t0
 
     llm_info = responses = None

@@ -42,9 +42,11 @@ def paired_interval(d, interval: str = "t", *, n_resamples: int = 10_000, seed: 
 
         half = float(t.ppf(0.5 + level / 2, d.size - 1)) * float(d.std(ddof=1)) / np.sqrt(d.size)
         return mean - half, mean + half
+    from superb.eval.stats import _CHUNK_CELLS
+
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples)
-    rows = max(1, 2_000_000 // d.size)
+    rows = max(1, _CHUNK_CELLS // d.size)
     for start in range(0, n_resamples, rows):
         k = min(rows, n_resamples - start)
         means[start:start + k] = d[rng.integers(0, d.size, size=(k, d.size))].mean(axis=1)
@@ -88,6 +90,12 @@ def mde_normal(sd: float, n: int, alpha: float, power: float = POWER) -> float:
     return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / np.sqrt(n))
 
 
+def strictest_alpha(alpha: float, correction: str, m: int) -> float:
+    """The level of a family's strictest step: alpha / m under Holm or Bonferroni (m >= 1), alpha itself without a
+    correction."""
+    return alpha if correction == "none" else alpha / max(int(m), 1)
+
+
 def power_summary(table, alpha: float, correction: str = "holm"):
     """Per view and measure of a significance table: n, the queries without a relevant document, the tested
     comparisons (identical ones left out), the SD of their paired differences (median, min, max), and the MDE at
@@ -103,12 +111,12 @@ def power_summary(table, alpha: float, correction: str = "holm"):
         rows_tested = tested[(tested["view"] == view) & (tested["measure"] == measure)]
         fam = in_family[(in_family["view"] == view) & (in_family["measure"] == measure)]
         m = max(int(fam["family_size"].max()) if len(fam) else overall, 1)
-        strict = alpha if correction == "none" else alpha / m
+        strict = strictest_alpha(alpha, correction, m)
         n = int(group["n_queries"].max())
         sd = rows_tested["sd_diff"]
         median = float(sd.median()) if len(sd) else float("nan")
         rows.append({"view": view, "measure": measure, "n_queries": n,
-                     "n_no_relevant": int(group["n_no_relevant"].max()) if "n_no_relevant" in group else 0,
+                     "n_no_relevant": int(group["n_no_relevant"].max()),
                      "n_comparisons": len(rows_tested), "sd_median": median,
                      "sd_min": float(sd.min()) if len(sd) else float("nan"),
                      "sd_max": float(sd.max()) if len(sd) else float("nan"),

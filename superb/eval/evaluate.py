@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError, SpecError
-from superb.eval.families import Family, families
+from superb.eval.families import Family, Hypothesis, families
 from superb.eval.stats import PairedTest, correct
 
 VIEW_KINDS = {"full": False, "condensed": True}  # view name -> judged_only
@@ -124,7 +124,7 @@ def no_relevant_queries(qrels: pd.DataFrame, topics: pd.DataFrame, rel: int = 1)
 
 def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: Sequence[View], measures: Sequence,
                  fams: Sequence[Family], *, test: PairedTest, correction: str = "holm", alpha: float = 0.05,
-                 perquery: pd.DataFrame | None = None, hypotheses: Sequence = (), interval: str = "t",
+                 perquery: pd.DataFrame | None = None, hypotheses: Sequence[Hypothesis] = (), interval: str = "t",
                  n_resamples: int = 10_000, seed: int = 0, identical_by_construction: set | frozenset = frozenset(),
                  no_relevant: Mapping[str, int] | None = None, rel: int = 1) -> pd.DataFrame:
     """The table: per view and measure, one row per system (its mean; its test against its baseline, if any), then
@@ -140,14 +140,16 @@ def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: 
     queries without a relevant document (default: counted from each view's qrels, labels >= ``rel``).
     Columns TABLE_COLUMNS."""
     from superb.eval.effects import mde, paired_interval
-    from superb.eval.families import Hypothesis, plan
+    from superb.eval.families import plan
 
     if perquery is None:
         perquery = pd.concat([per_query(runs, topics, v, measures) for v in views], ignore_index=True)
-    hyps = [h if isinstance(h, Hypothesis) else Hypothesis(h.system, h.against, tuple(h.measures), tuple(h.views),
-                                                         h.family, getattr(h, "evidence", "")) for h in hypotheses]
+    for h in hypotheses:  # a spec's HypothesisSpec names measures as written ("P@5"): superb.results maps them
+        if not isinstance(h, Hypothesis):
+            raise TypeError(f"hypotheses must be superb.eval.families.Hypothesis (measures named as the table names "
+                            f"them, e.g. 'P(rel=2)@5'), got {type(h).__name__}")
     names = [repr(m) for m in measures]
-    planned = plan(list(runs), fams, hyps, [v.name for v in views], names)
+    planned = plan(list(runs), fams, list(hypotheses), [v.name for v in views], names)
     if no_relevant is None:
         no_relevant = {v.name: len(no_relevant_queries(v.qrels, topics, rel)) for v in views}
     wide = {key: g.pivot(index="qid", columns="system", values="value")

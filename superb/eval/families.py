@@ -40,8 +40,9 @@ class Family:
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """A declared confirmatory comparison (superb.spec.HypothesisSpec has the same fields): ``measures`` and
-    ``views`` None mean every one of the table's."""
+    """A declared confirmatory comparison: superb.spec.HypothesisSpec's fields, ``measures`` named as the table
+    names them (``repr`` of the parsed measure, e.g. "P(rel=2)@5"; superb.results.evaluate maps the spec's names).
+    ``measures`` and ``views`` None mean every one of the table's."""
 
     system: str
     against: str

@@ -16,6 +16,8 @@ import pandas as pd
 
 BETTER, WORSE = "\u2020", "\u2021"  # dagger, double dagger
 CONFIRMED, EXPLORED, SAME = "\u1d9c", "\u1d49", " (=)"  # superscript c, superscript e
+# verdicts of a row whose two systems agree on every query (no test; "untested" in tables written before "identical")
+SAME_VERDICTS = ("identical", "by construction", "untested")
 FOOTNOTE_KEYS = ("test", "correction", "alpha", "n_queries", "n_resamples", "rel", "views", "dataset", "notes",
                  "interval", "no_relevant", "n_no_relevant", "hypotheses")
 _TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test (queries with equal values dropped)",
@@ -104,11 +106,9 @@ def _mark(row) -> str:
     """A cell's mark: (=) identical to the system it is tested against, c confirmatory, e exploratory, then the
     dagger of a significant confirmatory or corrected comparison."""
     verdict = row["verdict"]
-    if verdict in ("identical", "by construction", "untested"):
+    if verdict in SAME_VERDICTS:
         return SAME
-    role = row.get("role", "corrected") if hasattr(row, "get") else "corrected"
-    role = role if isinstance(role, str) and role else ("corrected" if verdict else "")
-    mark = {"confirmatory": CONFIRMED, "exploratory": EXPLORED}.get(role, "")
+    mark = {"confirmatory": CONFIRMED, "exploratory": EXPLORED}.get(row.get("role"), "")  # no role column: none
     return mark + {"better": BETTER, "worse": WORSE}.get(verdict, "")
 
 
@@ -259,7 +259,7 @@ def format_markdown(table: pd.DataFrame, measures: Sequence, order: Sequence[str
 def _effect(r) -> str:
     """A comparison's cell: "= identical", or "+0.0167 [-0.0061, +0.0395] p 0.1500" (then the corrected p and its
     mark for a confirmatory or corrected one)."""
-    if r["verdict"] in ("identical", "by construction", "untested"):
+    if r["verdict"] in SAME_VERDICTS:
         return "= by construction" if r["verdict"] == "by construction" else "= identical"
     text = f"{r['delta']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] p {r['p']:.4f}"
     role = r.get("role", "")
@@ -307,20 +307,19 @@ def format_confirmatory(table: pd.DataFrame, info: Mapping) -> str:
     rows_c = table[table["role"] == "confirmatory"]
     if rows_c.empty:
         return ""
-    from superb.eval.effects import mde
+    from superb.eval.effects import mde, strictest_alpha
 
     alpha = float(info["alpha"])
     rows = []
     for r in rows_c.to_dict("records"):
-        m = max(int(r["family_size"]), 1)
-        strict = alpha if info["correction"] == "none" else alpha / m
-        same = r["verdict"] in ("identical", "by construction")
+        strict = strictest_alpha(alpha, info["correction"], r["family_size"])
+        same = r["verdict"] in SAME_VERDICTS
         rows.append([f"{_cell(r['system'])} vs {_cell(r['baseline'])}", _cell(str(r["family"]).split(":", 1)[-1]),
                      _cell(r["view"]), _cell(r["measure"]), f"{r['mean']:.4f}", f"{r['baseline_mean']:.4f}",
                      "=" if same else f"{r['delta']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]",
                      "\u2013" if same else f"{r['p']:.4f}", "\u2013" if same else f"{r['p_corrected']:.4f}",
                      f"{int(r['family_size'])}", "\u2013" if same else f"{mde(r['sd_diff'], r['n_queries'], strict):.4f}",
-                     f"{r['verdict']}{_mark(pd.Series(r))}"])
+                     f"{r['verdict']}{_mark(r)}"])
     header = ["Hypothesis", "family", "view", "measure", "mean", "against", "\u0394 [95% CI]", "p", "p corrected",
               "m", "MDE at \u03b1/m", "verdict"]
     out = ["## Confirmatory hypotheses", "",
