@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from local_data import write_data
-from reranker_helpers import _HOME_AT_IMPORT
+from reranker_helpers import small_model
 from spec_helpers import bm25, write_spec
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -33,21 +33,6 @@ TRIES = 2  # of each kind, all at once: 8 runs loading 8 models
 DOCS = 3  # per query, 2 queries: a run makes 6 calls
 BURNERS = 2  # busy-loop processes beside the runs (the runs of a round load the machine too)
 BURN_S = 90  # each burner stops by itself after this, whatever happens to the test
-
-
-def _model() -> Path:
-    from superb.errors import DataError, MissingDependencyError
-    from superb.llm.model import resolve_model
-
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            if _HOME_AT_IMPORT is None:
-                mp.delenv("SUPERB_HOME", raising=False)
-            else:
-                mp.setenv("SUPERB_HOME", _HOME_AT_IMPORT)
-            return resolve_model("0.5b", download=False)
-    except (DataError, MissingDependencyError, FileNotFoundError) as e:
-        pytest.skip(f"the 0.5B model is not available offline: {e}")
 
 
 def _spec(folder: Path) -> Path:
@@ -149,7 +134,7 @@ def _burner() -> subprocess.Popen:
 
 
 def test_ctrl_c_to_the_process_group_with_the_embedded_model(tmp_path):
-    model = _model()
+    model = small_model()
     burners = [_burner() for _ in range(BURNERS)]
     results = []
     try:
