@@ -33,6 +33,7 @@ Run standalone (own process, so its work does not share the client's GIL; used b
 from __future__ import annotations
 
 import json
+import math
 import socket
 import threading
 import time
@@ -108,6 +109,11 @@ def echo_responder(request: dict[str, Any]) -> Reply:
     if request.get("logprobs"):
         return Reply("ok", (("ok", -0.1, {"ok": -0.1, "no": -2.5}),))
     return Reply("ok")
+
+
+def yes(request: dict[str, Any]) -> Reply:
+    """A yes/no reranker's or judge's "yes", P(yes) = 0.8, with its logprobs."""
+    return Reply("yes", (("yes", math.log(0.8), {"yes": math.log(0.8), "no": math.log(0.2)}),))
 
 
 def count_tokens(text: str) -> int:

@@ -62,23 +62,28 @@ def _mirror() -> Path:
 
 def _small_model_and_chorus(monkeypatch) -> Path:
     """The shared 0.5B model file, with SUPERB_DATA_MIRROR set to the Chorus mirror; skips when either is missing."""
-    from superb.errors import DataError, MissingDependencyError
-    from superb.llm.model import resolve_model
-
     mirror = _mirror()
     if not (mirror / "chorus-icecat").is_dir():
         pytest.skip(f"Chorus mirror not found at {mirror}; set SUPERB_DATA_MIRROR")
+    model = small_model()
+    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))
+    return model
+
+
+def small_model() -> Path:
+    """The shared 0.5B model file (looked up in the SUPERB_HOME of before the tests); skips when it is missing."""
+    from superb.errors import DataError, MissingDependencyError
+    from superb.llm.model import resolve_model
+
     try:
         with pytest.MonkeyPatch.context() as mp:
             if _HOME_AT_IMPORT is None:
                 mp.delenv("SUPERB_HOME", raising=False)
             else:
                 mp.setenv("SUPERB_HOME", _HOME_AT_IMPORT)
-            model = resolve_model("0.5b", download=False)
+            return resolve_model("0.5b", download=False)
     except (DataError, MissingDependencyError, FileNotFoundError) as e:
         pytest.skip(f"the 0.5B model is not available offline: {e}")
-    monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))
-    return model
 
 
 @contextmanager

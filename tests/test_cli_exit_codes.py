@@ -7,41 +7,23 @@ the endpoint refuses every call, with the server's own message. The counts are a
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 
-from fakeserver import FakeServer, Fault, Reply
+from fakeserver import FakeServer, Fault, Reply, yes
 from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
+from spec_helpers import toml_lines, write_spec
 from superb.cli import EXIT_LLM_FAILURES, main
 
 
-def yes(request: dict) -> Reply:
-    return Reply("yes", (("yes", math.log(0.8), {"yes": math.log(0.8), "no": math.log(0.2)}),))
+def llm_settings(url: str, **llm) -> dict:
+    return {"model": "fake-model", "base_urls": [url], "cache": "off", "concurrency": 1, "max_retries": 0,
+            "backoff_s": 0.01, **llm}
 
 
 def spec(folder, url: str, **llm) -> str:
-    settings = {"model": "fake-model", "base_urls": [url], "cache": "off", "concurrency": 1, "max_retries": 0,
-                "backoff_s": 0.01, **llm}
-    table = "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
-    path = folder / "spec.toml"
-    path.write_text(f"""
-name = "exit_codes"
-{dataset_table(folder)}
-[evaluation]
-measures = ["nDCG@10"]
-[llm]
-{table}
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
-[[pipelines]]
-name = "BM25 >> pointwise"
-input = "BM25"
-rerank = [ {{ type = "pointwise", variant = "yesno", top_k = 3, fields = ["title"] }} ]
-""")
-    return str(path)
+    return str(write_spec(folder, name="exit_codes", llm=llm_settings(url, **llm)))
 
 
 def run(folder, srv, capsys, **llm) -> tuple[int, str]:
@@ -104,9 +86,6 @@ def test_a_corrupt_cache_stops_before_any_call_naming_the_file(data, capsys):
 
 def judge_spec(folder, url: str, **llm) -> str:
     """A judge spec: one pointwise judge on the 5 labelled pairs of the local data set."""
-    settings = {"model": "fake-model", "base_urls": [url], "cache": "off", "concurrency": 1, "max_retries": 0,
-                "backoff_s": 0.01, **llm}
-    table = "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
     path = folder / "judge.toml"
     path.write_text(f"""
 name = "judge_exit_codes"
@@ -114,7 +93,7 @@ name = "judge_exit_codes"
 labels = [0, 1, 2, 3]
 rel_threshold = 2
 [llm]
-{table}
+{toml_lines(llm_settings(url, **llm))}
 [judge]
 fields = ["title"]
 [[judge.variants]]

@@ -5,14 +5,14 @@ run against its cached re-run (identical requests in flight are answered once an
 from __future__ import annotations
 
 import gzip
-import json
-import math
 import shutil
 from pathlib import Path
 
 import pytest
 
-from fakeserver import FakeServer, Reply
+from fakeserver import FakeServer, yes
+from local_data import write_data
+from spec_helpers import bm25, write_spec
 from superb.cli import main
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -42,39 +42,17 @@ def local(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("SUPERB_PROGRESS", "0")
     docs = [("d1", "trail running shoes"), ("d2", "trail running shoes"), ("d3", "running socks"),
             ("d5", "coffee mug"), ("d6", "tea mug with lid")]  # d1 and d2: the same title, so the same prompt
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docno": d, "title": t}) + "\n" for d, t in docs))
-    (tmp_path / "queries.tsv").write_text("1\trunning shoes\n2\tmug\n")
-    (tmp_path / "qrels.txt").write_text("1 0 d1 2\n1 0 d3 1\n2 0 d5 2\n2 0 d6 1\n")
-    return tmp_path
+    return write_data(tmp_path, docs, [("1", "running shoes"), ("2", "mug")],
+                      [("1", "d1", 2), ("1", "d3", 1), ("2", "d5", 2), ("2", "d6", 1)])
 
 
-def _spec(folder: Path, llm: str, rerank: bool = True) -> str:
-    path = folder / "spec.toml"
-    pointwise = """[[pipelines]]
-name = "BM25 >> pointwise"
-input = "BM25"
-rerank = [ { type = "pointwise", variant = "yesno", top_k = 3, fields = ["title"] } ]
-""" if rerank else ""
-    path.write_text(f"""name = "smaller"
-[dataset]
-name = "local"
-docs = "{folder / 'docs.jsonl'}"
-queries = "{folder / 'queries.tsv'}"
-qrels = "{folder / 'qrels.txt'}"
-[evaluation]
-measures = ["nDCG@10"]
-[llm]
-{llm}
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
-{pointwise}""")
-    return str(path)
+def _spec(folder: Path, llm: dict, rerank: bool = True) -> str:
+    return str(write_spec(folder, name="smaller", llm=llm, pipelines=None if rerank else [bm25()]))
 
 
-@pytest.mark.parametrize("llm, said", [('temperature = "hot"', "llm.temperature: expected"),
-                                       ('colour = "red"', "llm.colour: unknown key"),
-                                       ('model = "gpt-99"', "llm.model: 'gpt-99' is not an embedded model")])
+@pytest.mark.parametrize("llm, said", [({"temperature": "hot"}, "llm.temperature: expected"),
+                                       ({"colour": "red"}, "llm.colour: unknown key"),
+                                       ({"model": "gpt-99"}, "llm.model: 'gpt-99' is not an embedded model")])
 def test_llm_is_checked_when_no_pipeline_uses_it(local, capsys, llm, said):
     code = main(["run", _spec(local, llm, rerank=False), "--out", str(local / "out")])
     err = capsys.readouterr().err
@@ -95,15 +73,11 @@ def test_replays_closing_line_does_not_blame_keys_for_a_row_that_is_not_json(tmp
     assert "refused line 1" in captured.out
 
 
-def yes(request: dict) -> Reply:
-    return Reply("yes", (("yes", math.log(0.8), {"yes": math.log(0.8), "no": math.log(0.2)}),))
-
-
 def test_a_live_run_and_its_cached_rerun_count_the_same_requests(local, capsys):
     """Two products with one title give one prompt twice: the live run sends it once (the twin waits for that answer,
     "coalesced"), the re-run serves both from the cache. Both count every request (before: 4 live, 5 cached)."""
     with FakeServer(responder=yes) as srv:
-        llm = f'model = "fake-model"\nbase_urls = ["{srv.base_url}"]\ncache_path = "{local / "cache.sqlite"}"'
+        llm = {"model": "fake-model", "base_urls": [srv.base_url], "cache_path": str(local / "cache.sqlite")}
         spec = _spec(local, llm)
         assert main(["run", spec, "--out", str(local / "live")]) == 0
         live = capsys.readouterr().err

@@ -10,7 +10,6 @@ GIL through the model load too, so not even Python's signal handler ran (the fir
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -23,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from reranker_helpers import _HOME_AT_IMPORT
+from local_data import write_data
+from reranker_helpers import small_model
+from spec_helpers import bm25, write_spec
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -34,46 +35,16 @@ BURNERS = 2  # busy-loop processes beside the runs (the runs of a round load the
 BURN_S = 90  # each burner stops by itself after this, whatever happens to the test
 
 
-def _model() -> Path:
-    from superb.errors import DataError, MissingDependencyError
-    from superb.llm.model import resolve_model
-
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            if _HOME_AT_IMPORT is None:
-                mp.delenv("SUPERB_HOME", raising=False)
-            else:
-                mp.setenv("SUPERB_HOME", _HOME_AT_IMPORT)
-            return resolve_model("0.5b", download=False)
-    except (DataError, MissingDependencyError, FileNotFoundError) as e:
-        pytest.skip(f"the 0.5B model is not available offline: {e}")
-
-
 def _spec(folder: Path) -> Path:
     folder.mkdir(parents=True)
-    docs = [(f"d{i}", f"running shoes model {i}, size {40 + i}") for i in range(DOCS)]
-    (folder / "docs.jsonl").write_text("".join(json.dumps({"docno": d, "title": t}) + "\n" for d, t in docs))
-    (folder / "queries.tsv").write_text("q1\trunning shoes\nq2\tshoes size 44\n")
-    (folder / "qrels.txt").write_text("".join(f"q{k} 0 d{i} {i % 3}\n" for k in (1, 2) for i in range(DOCS)))
-    spec = folder / "spec.toml"
-    spec.write_text(f"""name = "interrupted"
-[dataset]
-name = "local"
-docs = "{folder / 'docs.jsonl'}"
-queries = "{folder / 'queries.tsv'}"
-qrels = "{folder / 'qrels.txt'}"
-[llm]
-model = "0.5b"
-cache_path = "{folder / 'cache.sqlite'}"
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = {DOCS} }}
-[[pipelines]]
-name = "BM25 >> P"
-input = "BM25"
-rerank = {{ type = "pointwise", variant = "yesno", template = "pointwise_yesno_product", top_k = {DOCS}, fields = ["title"] }}
-""")
-    return spec
+    write_data(folder, [(f"d{i}", f"running shoes model {i}, size {40 + i}") for i in range(DOCS)],
+               [("q1", "running shoes"), ("q2", "shoes size 44")],
+               [(f"q{k}", f"d{i}", i % 3) for k in (1, 2) for i in range(DOCS)])
+    rerank = {"type": "pointwise", "variant": "yesno", "template": "pointwise_yesno_product", "top_k": DOCS,
+              "fields": ["title"]}
+    return write_spec(folder, name="interrupted", evaluation={}, llm={
+        "model": "0.5b", "cache_path": str(folder / "cache.sqlite")}, pipelines=[
+        bm25(depth=DOCS), {"name": "BM25 >> P", "input": "BM25", "rerank": rerank}])
 
 
 class Try:
@@ -163,7 +134,7 @@ def _burner() -> subprocess.Popen:
 
 
 def test_ctrl_c_to_the_process_group_with_the_embedded_model(tmp_path):
-    model = _model()
+    model = small_model()
     burners = [_burner() for _ in range(BURNERS)]
     results = []
     try:

@@ -15,49 +15,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from fakeserver import FakeServer
+from fakeserver import FakeServer, yes
+from local_data import write_data
+from spec_helpers import write_spec
 from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache
-from test_cli_exit_codes import yes
 
 WORDS = ["running shoes", "coffee mug", "desk lamp", "water bottle"]
 DOCS = [f"{adj} {w}" for w in WORDS for adj in ("red", "blue", "small", "large", "cheap", "steel")]
 
 
-def local_data(folder: Path) -> str:
-    (folder / "docs.jsonl").write_text("".join(json.dumps({"docno": f"d{i}", "title": t}) + "\n"
-                                               for i, t in enumerate(DOCS)))
-    (folder / "queries.tsv").write_text("".join(f"q{i}\t{w}\n" for i, w in enumerate(WORDS)))
-    (folder / "qrels.txt").write_text("".join(f"q{i} 0 d{6 * i + j} {j % 3}\n" for i in range(len(WORDS))
-                                              for j in range(6)))
-    return f"""[dataset]
-name = "local"
-docs = "{folder / 'docs.jsonl'}"
-queries = "{folder / 'queries.tsv'}"
-qrels = "{folder / 'qrels.txt'}\""""
-
-
 def spec(folder: Path, url: str) -> Path:
-    path = folder / "spec.toml"
-    path.write_text(f"""
-name = "claims"
-{local_data(folder)}
-[evaluation]
-measures = ["nDCG@10"]
-[llm]
-model = "fake-model"
-base_urls = ["{url}"]
-cache_path = "{folder / 'shared.sqlite'}"
-concurrency = 2
-max_retries = 0
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
-[[pipelines]]
-name = "BM25 >> pointwise"
-input = "BM25"
-rerank = [ {{ type = "pointwise", variant = "yesno", top_k = 6, fields = ["title"] }} ]
-""")
-    return path
+    write_data(folder, [(f"d{i}", t) for i, t in enumerate(DOCS)], [(f"q{i}", w) for i, w in enumerate(WORDS)],
+               [(f"q{i}", f"d{6 * i + j}", j % 3) for i in range(len(WORDS)) for j in range(6)])
+    return write_spec(folder, name="claims", top_k=6, llm={
+        "model": "fake-model", "base_urls": [url], "cache_path": str(folder / "shared.sqlite"), "concurrency": 2,
+        "max_retries": 0})
 
 
 def prompt(body: dict) -> str:

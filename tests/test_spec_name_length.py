@@ -6,35 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from fakeserver import FakeServer
-from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
+from fakeserver import FakeServer, yes
+from local_data import data  # noqa: F401 (a fixture)
+from spec_helpers import write_spec
 from superb.cli import main
 from superb.errors import SpecError
 from superb.spec import NAME_MAX, parse_spec
-from test_cli_exit_codes import yes
 
 
 def spec(folder, url: str, *, name: str = "names", pipeline: str = "BM25 >> pointwise") -> str:
-    path = folder / "spec.toml"
-    path.write_text(f"""
-name = "{name}"
-{dataset_table(folder)}
-[evaluation]
-measures = ["nDCG@10"]
-[llm]
-model = "fake-model"
-base_urls = ["{url}"]
-cache_path = "{folder / 'cache.sqlite'}"
-max_retries = 0
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
-[[pipelines]]
-name = "{pipeline}"
-input = "BM25"
-rerank = [ {{ type = "pointwise", variant = "yesno", top_k = 3, fields = ["title"] }} ]
-""")
-    return str(path)
+    return str(write_spec(folder, name=name, reranked=pipeline, llm={
+        "model": "fake-model", "base_urls": [url], "cache_path": str(folder / "cache.sqlite"), "max_retries": 0}))
 
 
 @pytest.mark.parametrize("dry_run", [True, False])

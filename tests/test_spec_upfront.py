@@ -8,19 +8,13 @@ up as requests.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from fakeserver import FakeServer, Reply
+from fakeserver import FakeServer, yes
 from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from superb.cli import main
 
 GOOD_RERANK = '{ type = "pointwise", variant = "yesno", top_k = 3, fields = ["title"] }'
-
-
-def yes(request: dict) -> Reply:
-    return Reply("yes", (("yes", math.log(0.8), {"yes": math.log(0.8), "no": math.log(0.2)}),))
 
 
 def write_spec(folder, url: str, *, evaluation: str = 'measures = ["nDCG@10"]', llm: str = "",

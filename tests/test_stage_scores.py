@@ -50,7 +50,7 @@ def test_the_random_rerankers_scores_equal_its_seed_over_its_input(tiny_folder):
     checked = 0
     for qid, group in runs["BM25 >> shuffle"].groupby("qid", sort=False):
         docnos = list(group.sort_values("rank")["docno"])  # the random reranker's input, in its order
-        expected = dict(zip(docnos, query_rng(2, qid).random(len(docnos))))  # seed 2 (report_helpers.SPEC)
+        expected = dict(zip(docnos, query_rng(2, qid).random(len(docnos))))  # seed 2 (report_helpers.run_folder)
         mine = scores[(scores["system"] == RANDOM) & (scores["qid"] == qid)]
         assert len(mine) == min(10, len(docnos))
         for docno, value in zip(mine["docno"], mine["random_score"]):

@@ -9,62 +9,28 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 
 import pytest
 
-from fakeserver import FakeServer, Reply
+from fakeserver import FakeServer, yes
+from local_data import data  # noqa: F401 (a fixture)
+from spec_helpers import write_spec
 from superb.cli import main
 from superb.errors import SpecError
 
-DOCS = [("d1", "trail running shoes"), ("d2", "road running shoes"), ("d3", "running socks"),
-        ("d4", "leather office shoes"), ("d5", "coffee mug"), ("d6", "tea mug with lid")]
-QUERIES = [("1", "running shoes"), ("2", "mug"), ("3", "socks")]  # "3" has no qrels
-QRELS = [("1", "d1", 2), ("1", "d2", 2), ("1", "d3", 1), ("2", "d5", 2), ("2", "d6", 2)]
-
-
-def yes(request: dict) -> Reply:
-    return Reply("yes", (("yes", math.log(0.8), {"yes": math.log(0.8), "no": math.log(0.2)}),))
-
-
 @pytest.fixture()
-def folder(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SUPERB_PROGRESS", "0")
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docno": d, "title": t}) + "\n" for d, t in DOCS))
-    (tmp_path / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES))
-    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {l}\n" for q, d, l in QRELS))
-    return tmp_path
+def folder(data) -> Path:
+    """The local data set with a third query, "socks", that has no qrels."""
+    with open(data / "queries.tsv", "a") as f:
+        f.write("3\tsocks\n")
+    return data
 
 
-def spec(folder: Path, url: str, *, queries: str = "", measures: str = '["nDCG@10"]', rel: str = "") -> str:
-    path = folder / "spec.toml"
-    path.write_text(f"""
-name = "unjudged"
-[dataset]
-name = "local"
-docs = "{folder / 'docs.jsonl'}"
-queries = "{folder / 'queries.tsv'}"
-qrels = "{folder / 'qrels.txt'}"
-[queries]
-{queries}
-[evaluation]
-measures = {measures}
-{rel}
-[llm]
-model = "fake-model"
-base_urls = ["{url}"]
-cache = "off"
-[[pipelines]]
-name = "BM25"
-first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
-[[pipelines]]
-name = "BM25 >> pointwise"
-input = "BM25"
-rerank = [ {{ type = "pointwise", variant = "yesno", top_k = 3, fields = ["title"] }} ]
-""")
-    return str(path)
+def spec(folder: Path, url: str, *, queries: dict | None = None, evaluation: dict | None = None) -> str:
+    """``queries``: the [queries] table (written empty by default); ``evaluation``: by default nDCG@10."""
+    return str(write_spec(folder, name="unjudged", queries=queries or {}, evaluation=evaluation,
+                          llm={"model": "fake-model", "base_urls": [url], "cache": "off"}))
 
 
 def run_qids(out: Path, system: str) -> set[str]:
@@ -86,7 +52,7 @@ def test_a_query_without_qrels_is_warned_counted_and_not_reranked(folder, capsys
 def test_unjudged_run_sends_them_to_the_rerankers_and_still_counts_them(folder, capsys, caplog):
     caplog.set_level(logging.WARNING)
     with FakeServer(responder=yes) as srv:
-        assert main(["run", spec(folder, srv.base_url, queries='unjudged = "run"'), "--out",
+        assert main(["run", spec(folder, srv.base_url, queries={"unjudged": "run"}), "--out",
                      str(folder / "out")]) == 0
         calls = srv.requests
     assert calls == 6  # and "running socks" for "socks"
@@ -96,7 +62,8 @@ def test_unjudged_run_sends_them_to_the_rerankers_and_still_counts_them(folder, 
     assert checks["selected_queries_without_qrels"] == 1 and checks["unjudged_queries"] == "run"
 
 
-@pytest.mark.parametrize("option, calls, said", [("", 5, "not run"), ('unjudged = "run"', 6, "run ([queries] unjudged")])
+@pytest.mark.parametrize("option, calls, said", [({}, 5, "not run"),
+                                                 ({"unjudged": "run"}, 6, "run ([queries] unjudged")])
 def test_dry_run_counts_them(folder, capsys, option, calls, said):
     with FakeServer(responder=yes) as srv:
         assert main(["run", spec(folder, srv.base_url, queries=option), "--dry-run"]) == 0
@@ -106,15 +73,14 @@ def test_dry_run_counts_them(folder, capsys, option, calls, said):
     assert f"1 selected queries have no relevance labels: {said}" in out
 
 
-@pytest.mark.parametrize("measures, rel, where, said", [
-    ('["nDCG@10", "P(rel=9)@5"]', "", "evaluation.measures[1]", "'P(rel=9)@5' counts labels >= 9 as relevant"),
-    ('["P@5"]', "rel = 3", "evaluation.rel", "the relevance threshold 3 is above every label"),
+@pytest.mark.parametrize("evaluation, where, said", [
+    ({"measures": ["nDCG@10", "P(rel=9)@5"]}, "evaluation.measures[1]", "'P(rel=9)@5' counts labels >= 9 as relevant"),
+    ({"measures": ["P@5"], "rel": 3}, "evaluation.rel", "the relevance threshold 3 is above every label"),
 ])
-def test_a_relevance_level_no_label_reaches_is_refused_before_anything_runs(folder, capsys, measures, rel, where,
-                                                                              said):
+def test_a_relevance_level_no_label_reaches_is_refused_before_anything_runs(folder, capsys, evaluation, where, said):
     with FakeServer(responder=yes) as srv:
         for dry in ([], ["--dry-run"]):
-            code = main(["run", spec(folder, srv.base_url, measures=measures, rel=rel), *dry, "--out",
+            code = main(["run", spec(folder, srv.base_url, evaluation=evaluation), *dry, "--out",
                          str(folder / "out")])
             err = capsys.readouterr().err
             assert code == 2, err
