@@ -22,6 +22,7 @@ import csv
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -126,11 +127,7 @@ def read_home(home: Path) -> dict:
 
 
 def _median(values: list[float]) -> float:
-    values = sorted(values)
-    if not values:
-        return math.nan
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return statistics.median(values) if values else math.nan
 
 
 def _largest(a: dict, b: dict) -> tuple[float, int]:

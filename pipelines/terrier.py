@@ -85,8 +85,10 @@ class TerrierEngine:
         self.dataset = dataset
         self.options = options
         self.stats: dict = {}
+        self._index = None
         self._pipeline = None
         self._expander = None
+        self._rescorer = None
 
     def prepare(self) -> CachedIndex:
         import pyterrier as pt
@@ -95,21 +97,23 @@ class TerrierEngine:
         o = self.options
         cached = open_or_build(self.dataset, "terrier", o.fields, RECIPE,
                                lambda folder: build_terrier_index(self.dataset, o.fields, folder))
-        index = pt.IndexFactory.of(str(cached.path))
-
-        def bm25(num_results: int):
-            return pt.terrier.Retriever(
-                index, wmodel="BM25", num_results=num_results, controls={"c": str(o.b)},
-                properties={"bm25.k_1": str(o.k1)}, metadata=["docno"],
-            )
-
+        self._index = pt.IndexFactory.of(str(cached.path))
         if o.model == "rm3":
-            rm3 = pt.rewrite.RM3(index, fb_docs=o.fb_docs, fb_terms=o.fb_terms, fb_lambda=o.fb_lambda)
-            self._expander = bm25(o.fb_docs) >> rm3
-            self._pipeline = self._expander >> bm25(o.depth)
+            rm3 = pt.rewrite.RM3(self._index, fb_docs=o.fb_docs, fb_terms=o.fb_terms, fb_lambda=o.fb_lambda)
+            self._expander = self._bm25(o.fb_docs) >> rm3
+            self._pipeline = self._expander >> self._bm25(o.depth)
         else:
-            self._pipeline = bm25(o.depth)
+            self._pipeline = self._bm25(o.depth)
         return cached
+
+    def _bm25(self, num_results: int | None):
+        import pyterrier as pt
+
+        o = self.options
+        return pt.terrier.Retriever(
+            self._index, wmodel="BM25", num_results=num_results, controls={"c": str(o.b)},
+            properties={"bm25.k_1": str(o.k1)}, metadata=["docno"],
+        )
 
     def _set_k1(self) -> None:
         import pyterrier as pt
@@ -124,3 +128,11 @@ class TerrierEngine:
         self._set_k1()
         rewritten = self._expander(queries)
         return {str(q): parse_terrier_query(text) for q, text in zip(rewritten["qid"], rewritten["query"])}
+
+    def rescore(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """BM25 scores of the given (qid, query, docno) rows under each row's query: Terrier's re-ranking mode (the
+        rows' documents, nothing else) over the same index, k1 and b; call :meth:`prepare` first."""
+        if self._rescorer is None:
+            self._rescorer = self._bm25(None)
+        self._set_k1()
+        return self._rescorer(rows)[["qid", "docno", "score"]]

@@ -21,6 +21,18 @@ from superb.llm import LLMClient, LLMConfig, Usage
 _HOME_AT_IMPORT = os.environ.get("SUPERB_HOME")
 
 
+class Docs:
+    """A data set of titles for ProductText (fields = ("title",)): docno -> title."""
+
+    fields = ("title",)
+
+    def __init__(self, titles: dict[str, str]):
+        self.titles = titles
+
+    def doc(self, docno: str) -> dict:
+        return {"title": self.titles[docno]}
+
+
 def client(srv, **kw) -> LLMClient:
     """A client on the fake server ``srv``: fast retries, no cache, its own usage counter."""
     kw.setdefault("backoff_s", 0.01)

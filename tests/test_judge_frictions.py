@@ -14,7 +14,7 @@ import pandas as pd
 from chorus_judge_helpers import GradeModel
 from fakeserver import FakeServer
 from superb.cli import main
-from test_judges_calibrated_run import QUERIES, grades, home  # noqa: F401 (fixtures)
+from test_judges_calibrated_run import grades, home, pairwise_spec_text  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,11 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_pairwise_only_spec_progress_margins_agreement_and_show(home, grades, capsys, monkeypatch):
     monkeypatch.delenv("SUPERB_PROGRESS", raising=False)  # the bars on
     with FakeServer(responder=GradeModel(grades)) as srv:
-        (home / "pw.toml").write_text("\n".join([
-            'name = "pw"', "[dataset]", 'name = "chorus"', "[queries]", f"subset = {json.dumps(QUERIES)}",
-            "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]',
-            "[pairwise_study]", 'split = "test"', "n_pairs = 12", "seed = 1", "probability = true",
-            "choices = []", 'fields = { title = ["title"] }']) + "\n")
+        (home / "pw.toml").write_text(pairwise_spec_text(srv.base_url, n_pairs=12, choices=[]))
         assert main(["judge", str(home / "pw.toml"), "--out", str(home / "pw")]) == 0
     err = capsys.readouterr().err
     final = [line for line in err.split("\r") if line.startswith("pairwise probability (title)")]

@@ -46,6 +46,15 @@ def spec_text(base_url: str, judges: list[str], extra: list[str] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pairwise_spec_text(base_url: str, *, n_pairs: int, choices: list[str]) -> str:
+    """A pairwise-only judge spec (name "pw") over QUERIES' test split, with the probability curve."""
+    return "\n".join([
+        'name = "pw"', "[dataset]", 'name = "chorus"', "[queries]", f"subset = {json.dumps(QUERIES)}",
+        "[llm]", 'model = "fake-model"', f'base_urls = ["{base_url}"]',
+        "[pairwise_study]", 'split = "test"', f"n_pairs = {n_pairs}", "seed = 1", "probability = true",
+        f"choices = {json.dumps(choices)}", 'fields = { title = ["title"] }']) + "\n"
+
+
 def test_scoring_judges_calibrated_on_dev_reported_on_test_then_zero_calls(home, grades, capsys):
     model = GradeModel(grades)
     with FakeServer(responder=model) as srv:
@@ -117,11 +126,7 @@ def test_from_cache_reports_a_partial_run_with_coverage_and_failed_calls_exit_3(
 def test_pairwise_probability_curve_and_generated_points(home, grades):
     model = GradeModel(grades)
     with FakeServer(responder=model) as srv:
-        (home / "pw.toml").write_text("\n".join([
-            'name = "pw"', "[dataset]", 'name = "chorus"', "[queries]", f"subset = {json.dumps(QUERIES)}",
-            "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]',
-            "[pairwise_study]", 'split = "test"', "n_pairs = 20", "seed = 1", "probability = true",
-            'choices = ["forced"]', 'fields = { title = ["title"] }']) + "\n")
+        (home / "pw.toml").write_text(pairwise_spec_text(srv.base_url, n_pairs=20, choices=["forced"]))
         assert main(["judge", str(home / "pw.toml"), "--out", str(home / "pw")]) == 0
         assert srv.requests == 20 * 2 + 20 * 2  # probability: 2 per pair; forced: 2 per pair
     out = home / "pw"

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from reranker_helpers import Docs
 from superb.llm import prompts
 from superb.llm.comparator import render_product
 from superb.llm.text import ProductText, clean, flatten, neutralise
@@ -37,16 +38,6 @@ ANSWER_FORMAT = re.compile(
     r"|(?i:\banswer\s*[:=]\s*[a-h]\b)|\bProduct [A-Z]:"
     r"|\[\s*\d+\s*(?:,\s*\d+\s*)*\]|<\||\|>|\[/?INST\]|<</?SYS>>|<<<|>>>|[\uff1c\uff1e]{3}"
     r"|\b(?:Query|Product|System|User|Assistant):")
-
-
-class Docs:
-    fields = ("title",)
-
-    def __init__(self, titles: dict[str, str]):
-        self.titles = titles
-
-    def doc(self, docno: str) -> dict:
-        return {"title": self.titles[docno]}
 
 
 def test_neutralise_defuses_each_kind():

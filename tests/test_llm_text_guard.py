@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from fakeserver import FakeServer
-from reranker_helpers import client, lp, prompt_of
+from reranker_helpers import Docs, client, lp, prompt_of
 from superb.errors import SpecError
 from superb.llm.prompts import load_template
 from superb.llm.text import ProductText, addressed_to_model, flatten, guard, neutralise
@@ -67,16 +67,6 @@ def test_real_chorus_products_are_not_flagged_in_any_field(chorus_mirror):
     flagged = Counter(field for doc in ds.docs_store().values() for field in ds.fields
                       if addressed_to_model(neutralise(flatten(doc[field]))[0]))
     assert len(ds.docs_store()) == 19406 and sum(flagged.values()) == 0, flagged
-
-
-class Docs:
-    fields = ("title",)
-
-    def __init__(self, titles: dict[str, str]):
-        self.titles = titles
-
-    def doc(self, docno: str) -> dict:
-        return {"title": self.titles[docno]}
 
 
 def test_product_text_guard_is_opt_in_and_counted():

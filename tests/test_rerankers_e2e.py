@@ -1,4 +1,6 @@
-"""End to end on the REAL embedded 0.5B model: Chorus, PISA BM25 top 10, pointwise and listwise reranking.
+"""End to end on the REAL embedded 0.5B model: Chorus, PISA BM25 top 10, pointwise and listwise reranking, and query
+expansion composed from Python with ``>>`` (Query2doc: the expanded query before PISA BM25; HyDE: the bi-encoder
+embedding the generated text over BM25's top 10), sharing one model server and one BM25 run.
 
 Checks that the whole path works with a real model and real data (not that the model is good): docnos preserved,
 calls and tokens counted, pointwise scores that vary. The model file is resolved from the default SUPERB_HOME
@@ -64,3 +66,27 @@ def test_listwise_real_model(llm, chorus_run):
     assert rr.stats["completion_tokens"] > 0
     ranks = out.groupby("qid")["rank"].apply(sorted)
     assert all(list(r) == list(range(len(r))) for r in ranks)
+
+
+def test_query2doc_and_hyde_real_model(llm, chorus_run):
+    from superb.pipelines import first_stage
+    from superb.llm.text import ProductText
+    from superb.transformers.biencoder import BiEncoderReranker
+    from superb.transformers.expansion import QueryExpansion, RestoreQuery
+
+    ds, run = chorus_run
+    topics = run[["qid", "query"]].drop_duplicates().reset_index(drop=True)
+    expand = QueryExpansion(llm, repeat=2, max_tokens=48)
+    bm25 = first_stage(ds, engine="pisa", depth=DEPTH)
+    q2d = (expand >> bm25 >> RestoreQuery())(topics)
+    assert expand.stats["calls"] == len(topics) and expand.stats["failures"] == 0
+    assert expand.stats["completion_tokens"] > 0 and expand.stats["fallback_no_expansion"] == 0
+    assert sorted(q2d["query"].unique()) == sorted(topics["query"])  # the original query is back
+    assert (q2d["expansion"].str.len() > 0).all()  # the generated text is kept beside the restored query
+    assert q2d.groupby("qid").size().min() > 0
+
+    hyde = BiEncoderReranker(text=ProductText(ds, fields=["title"]), top_k=DEPTH, alpha=0.5)
+    out = (bm25 >> QueryExpansion(llm, repeat=0, sanitise=False, max_tokens=48) >> hyde >> RestoreQuery())(topics)
+    assert sorted(out["docno"]) == sorted(run["docno"])  # HyDE reranks BM25's list: the same products
+    assert sorted(out["query"].unique()) == sorted(topics["query"])
+    assert out["biencoder_score"].notna().all()

@@ -21,19 +21,15 @@ from superb.pipelines.query_text import sanitise_query
 from superb.transformers.base import Candidates, Opt, Reranker, positive_int, read_options, spec_error, str_list
 
 
-def _number(value: Any, path: str) -> float:
-    from superb.errors import SpecError
-
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise SpecError(path, f"expected a number >= 0, got {value!r}")
-    return float(value)
+def _as_given(value: Any, path: str) -> Any:
+    return value  # k1 and b: checked by the first stage this one builds (pipelines.options), naming the same path
 
 
 OPTIONS: dict[str, Opt] = {
     "top_k": Opt(100, positive_int),
     "fields": Opt(None, str_list),
-    "k1": Opt(1.2, _number),
-    "b": Opt(0.75, _number),
+    "k1": Opt(1.2, _as_given),
+    "b": Opt(0.75, _as_given),
 }
 
 
@@ -51,7 +47,6 @@ class BM25Rescore(Reranker):
         # the first stage validates the options and owns the cached index this stage reads
         self._stage = first_stage(dataset, engine="terrier", model="bm25", fields=list(fields) if fields else None,
                                   bm25={"k1": k1, "b": b}, path=tag or "bm25")
-        self._retriever = None
         self._scores: dict[tuple[str, str], float] = {}
 
     def __repr__(self) -> str:
@@ -70,21 +65,8 @@ class BM25Rescore(Reranker):
         except ValueError as e:
             raise spec_error(path, e) from e
 
-    def retriever(self):
-        if self._retriever is None:
-            import pyterrier as pt
-
-            cached = self._stage.prepare()
-            o = self._stage.options
-            index = pt.IndexFactory.of(str(cached.path))
-            self._retriever = pt.terrier.Retriever(index, wmodel="BM25", controls={"c": str(o.b)},
-                                                   properties={"bm25.k_1": str(o.k1)}, metadata=["docno"])
-        return self._retriever
-
     def bm25_scores(self, inp: pd.DataFrame) -> dict[tuple[str, str], float]:
         """(qid, docno) -> BM25 score under the row's query, for the top_k rows of each query."""
-        import pyterrier as pt
-
         ranked = inp.sort_values(["qid", "rank"] if "rank" in inp.columns else ["qid"], kind="stable")
         head = ranked.groupby("qid", sort=False).head(self.top_k) if self.top_k else ranked
         frame = pd.DataFrame({"qid": head["qid"].astype(str), "query": head["query"].map(sanitise_query),
@@ -92,9 +74,8 @@ class BM25Rescore(Reranker):
         frame = frame[frame["query"] != ""]
         if len(frame) == 0:
             return {}
-        retriever = self.retriever()
-        pt.terrier.J.ApplicationSetup.setProperty("bm25.k_1", str(self._stage.options.k1))  # global in the JVM
-        found = retriever(frame)
+        self._stage.prepare()
+        found = self._stage.engine.rescore(frame)  # the first stage's Terrier BM25, in re-ranking mode
         return {(str(q), str(d)): float(s) for q, d, s in zip(found["qid"], found["docno"], found["score"])}
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:

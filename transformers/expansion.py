@@ -19,7 +19,8 @@ written (for a dense encoder; never before Terrier).
 
 One call per distinct query text and sample (a results frame's rows share their query's answer); the calls go
 through the superb client (cached, counted in usage.csv, shipped). Counted fallbacks: ``fallback_failed_call`` (a
-sample's call failed: the other samples are used) and ``fallback_no_expansion`` (no sample gave text: the query is
+sample's call failed: the other samples are used), ``fallback_empty_answer`` (a sample answered no text once its
+labels were stripped: likewise) and ``fallback_no_expansion`` (no sample gave text: the query is
 left as the original, repeated).
 """
 
@@ -33,9 +34,10 @@ from typing import Any, Mapping
 import pandas as pd
 import pyterrier as pt
 
+from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.pipelines.query_text import sanitise_query
-from superb.transformers.base import Opt, non_negative_int, positive_int, read_options, require_llm
+from superb.transformers.base import Opt, boolean, non_negative_int, positive_int, read_options, require_llm
 
 TEMPLATE = "deliberated_attributes"  # the ideal product's attributes: superb.llm.ideal's request, shared (and cached)
 MAX_TOKENS = 160  # with the deliberated reranker and judge when repeat/samples leave sample 0 as it is
@@ -63,13 +65,27 @@ def expanded_query(query: str, texts: list[str], repeat: int, sanitise: bool = T
     return sanitise_query(text) if sanitise else " ".join(text.split())
 
 
+def _template_name(value: Any, path: str) -> str:
+    from superb.llm.prompts import available
+
+    if not isinstance(value, str) or value not in available():
+        raise SpecError(path, f"expected a prompt template name such as {TEMPLATE!r}, got {value!r}")
+    return value
+
+
+def _temperature(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 2.0:
+        raise SpecError(path, f"expected a number from 0 to 2, got {value!r}")
+    return float(value)
+
+
 OPTIONS: dict[str, Opt] = {
-    "template": Opt(TEMPLATE, lambda v, p: _template_name(v, p)),
+    "template": Opt(TEMPLATE, _template_name),
     "repeat": Opt(1, non_negative_int),
     "samples": Opt(1, positive_int),
-    "temperature": Opt(0.7, lambda v, p: _temperature(v, p)),
+    "temperature": Opt(0.7, _temperature),
     "max_tokens": Opt(MAX_TOKENS, positive_int),
-    "sanitise": Opt(True, lambda v, p: _boolean(v, p)),
+    "sanitise": Opt(True, boolean),
 }
 
 
@@ -183,29 +199,3 @@ class RestoreQuery(pt.Transformer):
             raise ValueError(f"RestoreQuery: no 'query_0' column to restore the query from (found columns "
                              f"{list(inp.columns)}); put it after a query rewriter such as QueryExpansion")
         return pt.model.pop_queries(inp)
-
-
-def _template_name(value: Any, path: str) -> str:
-    from superb.errors import SpecError
-    from superb.llm.prompts import available
-
-    if not isinstance(value, str) or value not in available():
-        raise SpecError(path, f"expected a prompt template name such as {TEMPLATE!r}, got {value!r}")
-    return value
-
-
-def _temperature(value: Any, path: str) -> float:
-    from superb.errors import SpecError
-
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 2.0:
-        raise SpecError(path, f"expected a number from 0 to 2, got {value!r}")
-    return float(value)
-
-
-def _boolean(value: Any, path: str) -> bool:
-    from superb.errors import SpecError
-
-    if not isinstance(value, bool):
-        raise SpecError(path, f"expected true or false, got {value!r}")
-    return value
-

@@ -147,6 +147,22 @@ def collapsed_grades(calibrator, dev: pd.DataFrame, make_calibrator: Callable[..
     return out
 
 
+def collapsed_note(name: str, lost: dict) -> str:
+    """The study's note on a judge whose cut points collapse grades (``lost``: :func:`collapsed_grades`)."""
+    many = len(lost["grades"]) > 1
+    s, those = ("s", "those grades") if many else ("", "that grade")
+    if "reachable_cuts" in lost:
+        held = ", ".join(f"grade {g}: {n}" for g, n in lost["reachable_dev_pairs"].items())
+        cuts = ", ".join(f"{c:.6g}" for c in lost["reachable_cuts"])
+        keep = (f"; the best fit that keeps every grade (cuts {cuts}; dev pairs given the collapsed grade{s}: {held}) "
+                f"has dev-fit kappa {lost['reachable_dev_kappa']:.4f} instead of {lost['dev_kappa']:.4f}: the score "
+                f"does not separate {those} from its neighbours")
+    else:
+        keep = f"; {lost.get('reachable', '')}"
+    return (f"{name}: COLLAPSED grade{s} {', '.join(map(str, lost['grades']))} (never assigned): {lost['why']}. "
+            f"Why: {lost['fit']}{keep}. Its rows show no precision for {those}.")
+
+
 def ceiling_rows(ratings: pd.DataFrame, split: str, scope: str, bootstrap: QueryBootstrap,
                  labels=LABELS) -> list[dict]:
     """The human ceiling on ``ratings`` (one split's pairs): each rater vs the consensus of the OTHER raters
@@ -234,19 +250,7 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         lost = collapsed_grades(calibrator, dev, make_calibrator, labels)
         if lost:
             collapsed[name] = lost
-            if "reachable_cuts" in lost:
-                held = ", ".join(f"grade {g}: {n}" for g, n in lost["reachable_dev_pairs"].items())
-                keep = (f"; the best fit that keeps every grade (cuts "
-                        f"{', '.join(f'{c:.6g}' for c in lost['reachable_cuts'])}; dev pairs given the collapsed "
-                        f"grade{'s' if len(lost['grades']) > 1 else ''}: {held}) has dev-fit kappa "
-                        f"{lost['reachable_dev_kappa']:.4f} instead of {lost['dev_kappa']:.4f}: the score does not "
-                        f"separate {'that grade' if len(lost['grades']) == 1 else 'those grades'} from its neighbours")
-            else:
-                keep = f"; {lost.get('reachable', '')}"
-            notes.append(f"{name}: COLLAPSED grade{'s' if len(lost['grades']) > 1 else ''} "
-                         f"{', '.join(map(str, lost['grades']))} (never assigned): {lost['why']}. Why: "
-                         f"{lost['fit']}{keep}. Its rows show no precision for "
-                         f"{'that grade' if len(lost['grades']) == 1 else 'those grades'}.")
+            notes.append(collapsed_note(name, lost))
         extra = {"cuts": calibrator.describe(), "dev_n": len(dev), "dev_queries": dev["qid"].nunique(),
                  "dev_fit_kappa_linear": getattr(calibrator, "dev_kappa", np.nan),
                  "unscored": int((m["split"] == "test").sum() - len(test))}

@@ -20,7 +20,6 @@ counts the pairs done over all variants, with an ETA (``SUPERB_PROGRESS=0`` turn
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -202,11 +201,11 @@ def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,
 
 
 def progress_bar(total: int):
-    """The study's tqdm bar on stderr, one step per pair and variant (off when SUPERB_PROGRESS=0 or for < 2 steps)."""
-    from tqdm.auto import tqdm
+    """The study's bar (superb.llm.runner.progress_bar), one step per pair and variant; it spans several run_all
+    calls, so the coroutines advance it themselves (:func:`_ticking`) and the caller closes it."""
+    from superb.llm.runner import progress_bar as bar
 
-    off = os.environ.get("SUPERB_PROGRESS", "").strip().lower() in {"0", "false", "off", "no"}
-    return tqdm(total=total, desc="pairwise study", unit="pair", disable=off or total < 2)
+    return bar(total, "pairwise study", unit="pair")
 
 
 async def _ticking(coro, bar):

@@ -230,16 +230,15 @@ class ProductText:
                 counts["text_neutralised"] += changes
             if self.guard and value:
                 value, cuts = guard(value)
-                counts["guard_cuts"] += cuts
+                if cuts:
+                    counts["guard_cuts"] += cuts
             if not value:
                 counts["text_missing_field"] += 1
                 continue
             parts.append(value if len(self.fields) == 1 else f"{f}: {value}")
         text = " | ".join(parts)
         if self.guard:  # present (0 or 1) under the guard, so a report shows "0 flagged" rather than nothing
-            counts["guard_flagged_products"] += 1 if counts["guard_cuts"] else 0
-        if not counts["guard_cuts"]:
-            del counts["guard_cuts"]
+            counts["guard_flagged_products"] += int(counts["guard_cuts"] > 0)
         if not text:
             counts["text_empty"] += 1
             text = "(no text)"
