@@ -334,12 +334,12 @@ def candidates(path: Path) -> list[Candidate]:
     if path.suffix == ".csv":
         columns, rows = _csv_rows(path)
         text_cols = [c for c in columns if any(r[c] and not _is_number(r[c]) for r in rows)]
-        for i, row in enumerate(rows):
+        for row in rows:
             keys = _row_key(row, rows, text_cols, columns)
+            if keys is None:
+                continue
             for c in columns:
-                if c in text_cols and not _is_number(row[c]):
-                    continue
-                if _is_number(row[c]) and keys is not None:
+                if _is_number(row[c]):
                     out.append(Candidate(path, float(row[c]), keys, c, len(out)))
     elif path.suffix in (".json", ".toml"):
         def walk(node, steps):
@@ -514,13 +514,12 @@ def bind(readme: Path) -> list[str]:
                              "(a difference of two rows: bind it by hand with minus.COLUMN=VALUE)")
                 continue
             before, after = body[: t.start()], body[t.end():]
-            ranked = sorted(hits, key=lambda c: (-_score(c, before, after, previous, written), c.order))
-            best = ranked[0]
-            if len(ranked) > 1:
-                s0, s1 = (_score(x, before, after, previous, written) for x in ranked[:2])
-                if s0 - s1 < 1:
-                    notes.append(f"{_rel(readme)}:{line}: {written} -> {best.target(readme.parent)} "
-                                 f"(chosen among {len(hits)}; next {ranked[1].target(readme.parent)})")
+            ranked = sorted(((_score(c, before, after, previous, written), c) for c in hits),
+                            key=lambda sc: (-sc[0], sc[1].order))
+            best = ranked[0][1]
+            if len(ranked) > 1 and ranked[0][0] - ranked[1][0] < 1:
+                notes.append(f"{_rel(readme)}:{line}: {written} -> {best.target(readme.parent)} "
+                             f"(chosen among {len(hits)}; next {ranked[1][1].target(readme.parent)})")
             label = str(next_label)
             next_label += 1
             out.append(body[pos: t.start()] + f"[{written}][{label}]")
