@@ -165,13 +165,15 @@ def _walk(node, key_path: str, target: str):
 # ---------------------------------------------------------------------------------------------- comparing
 
 
+def style(written: str) -> tuple[bool, bool, int]:
+    """How a number is written: (with a sign, as a percentage, its decimals)."""
+    body = written.lstrip("+-\u2212").replace(",", "")
+    return written[:1] in "+-\u2212", body.endswith("%"), len(body.rstrip("%").partition(".")[2])
+
+
 def renderings(value: float, written: str) -> set[str]:
     """The texts `value` may be written as at the precision and in the style of `written` (no sign, no commas)."""
-    body = written.lstrip("+-\u2212").replace(",", "")
-    percent = body.endswith("%")
-    body = body.rstrip("%")
-    decimals = len(body.partition(".")[2])
-    signed = written[:1] in "+-\u2212"
+    signed, percent, decimals = style(written)
     out = set()
     for v in ([value, 100 * value] if percent else [value]):
         v = v if signed else abs(v)
@@ -195,12 +197,10 @@ def matches(value: float, written: str) -> bool:
 
 def render(value: float, written: str) -> str:
     """`value` written in the style of `written` (sign, commas, percent, precision): for rebind."""
-    body = written.lstrip("+-\u2212").replace(",", "")
-    percent = body.endswith("%")
-    decimals = len(body.rstrip("%").partition(".")[2])
+    signed, percent, decimals = style(written)
     v = 100 * value if percent and abs(value) <= 1 else value
     sign = ""
-    if written[:1] in "+-\u2212":
+    if signed:
         sign = "+" if v >= 0 else ("\u2212" if written[0] == "\u2212" else "-")
     text = f"{abs(v):,.{decimals}f}" if "," in written else f"{abs(v):.{decimals}f}"
     return sign + text + ("%" if percent else "")
