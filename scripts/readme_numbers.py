@@ -247,21 +247,24 @@ def bound_numbers(readme: Path, text: str | None = None) -> list[Bound]:
     return out
 
 
+def plain_numbers(body: str, defs: dict[str, str] | None = None):
+    """The WRITTEN matches of a block's body that are not bound: links, definitions and code spans blanked (same
+    length, so offsets hold), a range's dash too. With ``defs``, a reference whose label has no definition is kept
+    (its number counts as unbound); without, every reference is blanked (bind leaves them alone)."""
+    def blank(m: re.Match) -> str:
+        return " " * len(m.group(0))
+
+    body = DEFINITION.sub(blank, body)
+    body = REF.sub(lambda m: m.group(0) if defs is not None and m.group(2) not in defs else blank(m), body)
+    body = INLINE.sub(blank, body)
+    return WRITTEN.finditer(CODE.sub(blank, RANGE_DASH.sub(" ", body)))
+
+
 def unbound_in_blocks(readme: Path, text: str) -> list[tuple[int, str]]:
     """Numbers written in a block that are not bound: (line, number)."""
     defs = definitions(text)
-    out = []
-    for block in BLOCK.finditer(text):
-        body = block.group(2)
-        body = DEFINITION.sub("", body)
-        body = REF.sub(lambda m: "#" if m.group(2) in defs else m.group(0), body)
-        body = INLINE.sub("#", body)
-        body = CODE.sub(lambda m: " " * len(m.group(0)), RANGE_DASH.sub(" ", body))
-        offset = block.start(2)
-        for t in WRITTEN.finditer(body):
-            line = text.count("\n", 0, offset) + body.count("\n", 0, t.start()) + 1
-            out.append((line, t.group(0)))
-    return out
+    return [(text.count("\n", 0, block.start(2) + t.start()) + 1, t.group(0))
+            for block in BLOCK.finditer(text) for t in plain_numbers(block.group(2), defs)]
 
 
 def _rel(readme: Path):
@@ -498,11 +501,7 @@ def bind(readme: Path) -> list[str]:
         body = block.group(2)
         new_defs = []
         out, pos, previous = [], 0, None
-        masked = DEFINITION.sub(lambda m: " " * len(m.group(0)), body)
-        masked = REF.sub(lambda m: " " * len(m.group(0)), masked)
-        masked = INLINE.sub(lambda m: " " * len(m.group(0)), masked)
-        masked = CODE.sub(lambda m: " " * len(m.group(0)), RANGE_DASH.sub(" ", masked))
-        for t in WRITTEN.finditer(masked):
+        for t in plain_numbers(body):
             written = t.group(0)
             hits = [c for c in pool if matches(c.value, written)]
             if written[:1] in "+-\u2212":  # a signed number is a difference: a delta cell, never a p-value or a mean
