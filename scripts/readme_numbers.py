@@ -165,13 +165,15 @@ def _walk(node, key_path: str, target: str):
 # ---------------------------------------------------------------------------------------------- comparing
 
 
+def style(written: str) -> tuple[bool, bool, int]:
+    """How a number is written: (with a sign, as a percentage, its decimals)."""
+    body = written.lstrip("+-\u2212").replace(",", "")
+    return written[:1] in "+-\u2212", body.endswith("%"), len(body.rstrip("%").partition(".")[2])
+
+
 def renderings(value: float, written: str) -> set[str]:
     """The texts `value` may be written as at the precision and in the style of `written` (no sign, no commas)."""
-    body = written.lstrip("+-\u2212").replace(",", "")
-    percent = body.endswith("%")
-    body = body.rstrip("%")
-    decimals = len(body.partition(".")[2])
-    signed = written[:1] in "+-\u2212"
+    signed, percent, decimals = style(written)
     out = set()
     for v in ([value, 100 * value] if percent else [value]):
         v = v if signed else abs(v)
@@ -195,12 +197,10 @@ def matches(value: float, written: str) -> bool:
 
 def render(value: float, written: str) -> str:
     """`value` written in the style of `written` (sign, commas, percent, precision): for rebind."""
-    body = written.lstrip("+-\u2212").replace(",", "")
-    percent = body.endswith("%")
-    decimals = len(body.rstrip("%").partition(".")[2])
+    signed, percent, decimals = style(written)
     v = 100 * value if percent and abs(value) <= 1 else value
     sign = ""
-    if written[:1] in "+-\u2212":
+    if signed:
         sign = "+" if v >= 0 else ("\u2212" if written[0] == "\u2212" else "-")
     text = f"{abs(v):,.{decimals}f}" if "," in written else f"{abs(v):.{decimals}f}"
     return sign + text + ("%" if percent else "")
@@ -247,21 +247,24 @@ def bound_numbers(readme: Path, text: str | None = None) -> list[Bound]:
     return out
 
 
+def plain_numbers(body: str, defs: dict[str, str] | None = None):
+    """The WRITTEN matches of a block's body that are not bound: links, definitions and code spans blanked (same
+    length, so offsets hold), a range's dash too. With ``defs``, a reference whose label has no definition is kept
+    (its number counts as unbound); without, every reference is blanked (bind leaves them alone)."""
+    def blank(m: re.Match) -> str:
+        return " " * len(m.group(0))
+
+    body = DEFINITION.sub(blank, body)
+    body = REF.sub(lambda m: m.group(0) if defs is not None and m.group(2) not in defs else blank(m), body)
+    body = INLINE.sub(blank, body)
+    return WRITTEN.finditer(CODE.sub(blank, RANGE_DASH.sub(" ", body)))
+
+
 def unbound_in_blocks(readme: Path, text: str) -> list[tuple[int, str]]:
     """Numbers written in a block that are not bound: (line, number)."""
     defs = definitions(text)
-    out = []
-    for block in BLOCK.finditer(text):
-        body = block.group(2)
-        body = DEFINITION.sub("", body)
-        body = REF.sub(lambda m: "#" if m.group(2) in defs else m.group(0), body)
-        body = INLINE.sub("#", body)
-        body = CODE.sub(lambda m: " " * len(m.group(0)), RANGE_DASH.sub(" ", body))
-        offset = block.start(2)
-        for t in WRITTEN.finditer(body):
-            line = text.count("\n", 0, offset) + body.count("\n", 0, t.start()) + 1
-            out.append((line, t.group(0)))
-    return out
+    return [(text.count("\n", 0, block.start(2) + t.start()) + 1, t.group(0))
+            for block in BLOCK.finditer(text) for t in plain_numbers(block.group(2), defs)]
 
 
 def _rel(readme: Path):
@@ -334,12 +337,12 @@ def candidates(path: Path) -> list[Candidate]:
     if path.suffix == ".csv":
         columns, rows = _csv_rows(path)
         text_cols = [c for c in columns if any(r[c] and not _is_number(r[c]) for r in rows)]
-        for i, row in enumerate(rows):
+        for row in rows:
             keys = _row_key(row, rows, text_cols, columns)
+            if keys is None:
+                continue
             for c in columns:
-                if c in text_cols and not _is_number(row[c]):
-                    continue
-                if _is_number(row[c]) and keys is not None:
+                if _is_number(row[c]):
                     out.append(Candidate(path, float(row[c]), keys, c, len(out)))
     elif path.suffix in (".json", ".toml"):
         def walk(node, steps):
@@ -498,11 +501,7 @@ def bind(readme: Path) -> list[str]:
         body = block.group(2)
         new_defs = []
         out, pos, previous = [], 0, None
-        masked = DEFINITION.sub(lambda m: " " * len(m.group(0)), body)
-        masked = REF.sub(lambda m: " " * len(m.group(0)), masked)
-        masked = INLINE.sub(lambda m: " " * len(m.group(0)), masked)
-        masked = CODE.sub(lambda m: " " * len(m.group(0)), RANGE_DASH.sub(" ", masked))
-        for t in WRITTEN.finditer(masked):
+        for t in plain_numbers(body):
             written = t.group(0)
             hits = [c for c in pool if matches(c.value, written)]
             if written[:1] in "+-\u2212":  # a signed number is a difference: a delta cell, never a p-value or a mean
@@ -514,13 +513,12 @@ def bind(readme: Path) -> list[str]:
                              "(a difference of two rows: bind it by hand with minus.COLUMN=VALUE)")
                 continue
             before, after = body[: t.start()], body[t.end():]
-            ranked = sorted(hits, key=lambda c: (-_score(c, before, after, previous, written), c.order))
-            best = ranked[0]
-            if len(ranked) > 1:
-                s0, s1 = (_score(x, before, after, previous, written) for x in ranked[:2])
-                if s0 - s1 < 1:
-                    notes.append(f"{_rel(readme)}:{line}: {written} -> {best.target(readme.parent)} "
-                                 f"(chosen among {len(hits)}; next {ranked[1].target(readme.parent)})")
+            ranked = sorted(((_score(c, before, after, previous, written), c) for c in hits),
+                            key=lambda sc: (-sc[0], sc[1].order))
+            best = ranked[0][1]
+            if len(ranked) > 1 and ranked[0][0] - ranked[1][0] < 1:
+                notes.append(f"{_rel(readme)}:{line}: {written} -> {best.target(readme.parent)} "
+                             f"(chosen among {len(hits)}; next {ranked[1][1].target(readme.parent)})")
             label = str(next_label)
             next_label += 1
             out.append(body[pos: t.start()] + f"[{written}][{label}]")

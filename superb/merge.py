@@ -98,9 +98,9 @@ class ShardFolder:
                            keep_default_na=False)
 
     def qrels(self) -> pd.DataFrame:
-        frame = pd.read_csv(self.file("qrels.trec"), sep=" ", header=None, names=["qid", "it", "docno", "label"],
-                            dtype={"qid": str, "it": str, "docno": str, "label": int}, keep_default_na=False)
-        return frame[["qid", "docno", "label"]]
+        from superb.results import read_qrels
+
+        return read_qrels(self.file("qrels.trec"))
 
 
 def read_shard(path: str | Path) -> ShardFolder:

@@ -283,6 +283,18 @@ def read_run(path: str | Path) -> pd.DataFrame:
         raise DataError(f"{path} is not a TREC run file ('qid Q0 docno rank score tag' per line): {exc}") from None
 
 
+def read_qrels(path: str | Path) -> pd.DataFrame:
+    """qid, docno, label (int) of a TREC qrels file as results folders hold them (qrels.trec, llm_qrels.trec); a
+    malformed file is a DataError naming it."""
+    try:
+        frame = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
+                            dtype={"qid": str, "docno": str}, keep_default_na=False)
+        frame["label"] = pd.to_numeric(frame["label"], errors="raise").astype(int)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise DataError(f"{path} is not a TREC qrels file ('qid 0 docno label' per line): {exc}") from None
+    return frame[["qid", "docno", "label"]]
+
+
 def read_table(result_dir: Path) -> pd.DataFrame:
     """The table of a results folder, every view (superb.eval.table_files), measures under their spec names."""
     from superb.eval.table_files import read_tables

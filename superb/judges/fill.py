@@ -111,7 +111,7 @@ class Folder:
 
 def read_folder(path: str | Path) -> Folder:
     """The folder's files; a missing file or a shard folder is a DataError naming it."""
-    from superb.results import read_run
+    from superb.results import read_qrels, read_run
     from superb.spec import parse_spec
 
     path = Path(path)
@@ -131,10 +131,9 @@ def read_folder(path: str | Path) -> Folder:
     runs = {name: read_run(need(rel)) for name, rel in systems.items()}
     topics = pd.read_csv(need("topics.tsv"), sep="\t", header=None, names=["qid", "query"], dtype=str,
                          keep_default_na=False)
-    qrels = pd.read_csv(need("qrels.trec"), sep=" ", header=None, names=["qid", "it", "docno", "label"],
-                        dtype={"qid": str, "it": str, "docno": str, "label": int}, keep_default_na=False)
+    qrels = read_qrels(need("qrels.trec"))
     usage = pd.read_csv(need("usage.csv"))
-    return Folder(path, provenance, spec, runs, topics, qrels[["qid", "docno", "label"]], usage)
+    return Folder(path, provenance, spec, runs, topics, qrels, usage)
 
 
 def top_pairs(runs: dict[str, pd.DataFrame], depth: int) -> pd.DataFrame:

@@ -42,30 +42,10 @@ class Titles:
     missing: int = 0
 
 
-def read_trec_run(path: Path) -> pd.DataFrame:
-    """qid, docno, rank, score of a TREC run file, in rank order per query (the file's query order kept)."""
-    try:
-        run = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "q0", "docno", "rank", "score", "tag"],
-                          dtype={"qid": str, "docno": str}, keep_default_na=False)
-        run["rank"] = pd.to_numeric(run["rank"], errors="raise")
-        run["score"] = pd.to_numeric(run["score"], errors="raise")
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"{path} is not a TREC run file ('qid Q0 docno rank score tag' per line): {exc}") from None
+def _in_rank_order(run: pd.DataFrame) -> pd.DataFrame:
+    """A run (superb.results.read_run) in rank order per query, the file's query order kept."""
     order = pd.factorize(run["qid"])[0]
-    return run.assign(_q=order).sort_values(["_q", "rank"], kind="mergesort").drop(columns=["_q", "q0", "tag"])
-
-
-def read_qrels(path: Path) -> pd.DataFrame:
-    """qid, docno, label of a TREC qrels file (empty when the file does not exist)."""
-    if not path.is_file():
-        return pd.DataFrame({"qid": [], "docno": [], "label": []})
-    try:
-        frame = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
-                            dtype={"qid": str, "docno": str}, keep_default_na=False)
-        frame["label"] = pd.to_numeric(frame["label"], errors="raise").astype(int)
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"{path} is not a TREC qrels file ('qid 0 docno label' per line): {exc}") from None
-    return frame[["qid", "docno", "label"]]
+    return run.assign(_q=order).sort_values(["_q", "rank"], kind="mergesort").drop(columns=["_q"])
 
 
 def _need(folder: Path, name: str) -> Path:
@@ -124,12 +104,14 @@ def _baselines(table: pd.DataFrame) -> dict[str, str]:
 def _read_runs(folder: Path, systems_map: dict[str, str], spec: dict, qindex: dict[str, int]):
     """Each system's top DEPTH per query (first stages: FIRST_STAGE_DEPTH, with their scores) as indices into one list
     of docnos: (docnos, {system: [[doc index, ...] per query]}, {first stage: [[score, ...] per query]})."""
+    from superb.results import read_run
+
     docs: list[str] = []
     dindex: dict[str, int] = {}
     runs: dict[str, list[list[int]]] = {}
     scores: dict[str, list[list[float | None]]] = {}
     for name, rel in systems_map.items():
-        run = read_trec_run(_need(folder, rel))
+        run = _in_rank_order(read_run(_need(folder, rel)))
         first_stage = _is_first_stage(spec, name)
         lists: list[list[int]] = [[] for _ in qindex]
         kept: list[list[float | None]] = [[] for _ in qindex]
@@ -181,6 +163,8 @@ def _stage_scores(folder: Path, systems: list[str], qindex: dict[str, int], dind
 
 def collect(folder: str | Path) -> dict[str, Any]:
     """The page's payload for the results folder ``folder`` (see the module docstring)."""
+    from superb.results import read_qrels
+
     folder = Path(folder)
     systems_map = json.loads(_need(folder, "systems.json").read_text(encoding="utf-8"))
     systems = list(systems_map)
@@ -207,7 +191,8 @@ def collect(folder: str | Path) -> dict[str, Any]:
         return out
 
     qrels = read_qrels(_need(folder, "qrels.trec"))
-    llm_qrels = read_qrels(folder / "llm_qrels.trec")
+    llm_path = folder / "llm_qrels.trec"  # where `superb judge --fill` wrote the LLM judge's labels
+    llm_qrels = read_qrels(llm_path) if llm_path.is_file() else qrels.iloc[:0]
     rel = int((provenance.get("dataset") or {}).get("rel_threshold") or (spec.get("evaluation") or {}).get("rel") or 1)
     relevant = qrels[qrels["label"] >= rel].groupby("qid").size()
     judged = qrels.groupby("qid").size()
