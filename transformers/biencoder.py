@@ -18,9 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from superb.errors import DataError, MissingDependencyError
-from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, Reranker, Opt, positive_int, product_text, read_options, unit_float,
-)
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text
+from superb.transformers.options import minmax, Opt, positive_int, read_options, unit_float
 from superb.llm.text import ProductText
 
 PIP_EXTRA = 'pip install -e ".[biencoder]"'
@@ -101,12 +100,6 @@ def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
-def minmax(values: Sequence[float]) -> np.ndarray:
-    """Min-max normalised to 0..1 (all equal -> all 1: no preference)."""
-    v = np.asarray(values, dtype=np.float64)
-    lo, hi = (v.min(), v.max()) if len(v) else (0.0, 0.0)
-    return np.ones_like(v) if hi - lo <= 0 or not np.isfinite(hi - lo) else (v - lo) / (hi - lo)
-
 
 OPTIONS: dict[str, Opt] = {
     **COMMON_OPTIONS,
@@ -165,4 +158,4 @@ class BiEncoderReranker(Reranker):
         cos = self.embed(list(cands.texts)) @ q
         if self.alpha >= 1.0:
             return cos.tolist()
-        return (self.alpha * cos + (1.0 - self.alpha) * minmax(cands.prior_scores)).tolist()
+        return (self.alpha * cos + (1.0 - self.alpha) * minmax(cands.prior_scores, constant=1.0)).tolist()

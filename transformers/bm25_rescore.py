@@ -18,7 +18,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from superb.pipelines.query_text import sanitise_query
-from superb.transformers.base import Candidates, Opt, Reranker, positive_int, read_options, spec_error, str_list
+from superb.transformers.base import Candidates, Reranker
+from superb.transformers.options import Opt, positive_int, read_options, spec_error, str_list
 
 
 def _as_given(value: Any, path: str) -> Any:

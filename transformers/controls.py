@@ -21,16 +21,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from superb.transformers.base import (
-    FIRST_STAGE_SCORE,
-    Candidates,
-    Reranker,
-    Opt,
-    non_negative_int,
-    positive_int,
-    read_options,
-    spec_error,
-)
+from superb.transformers.base import FIRST_STAGE_SCORE, Candidates, Reranker
+from superb.transformers.options import non_negative_int, Opt, positive_int, read_options, spec_error
 
 try:
     import pyterrier as pt

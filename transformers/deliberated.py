@@ -36,18 +36,8 @@ from typing import Any, Mapping
 from superb.llm import ideal
 from superb.llm.ideal import NO_ATTRIBUTES
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.base import (
-    COMMON_OPTIONS,
-    Candidates,
-    Reranker,
-    Opt,
-    one_of,
-    positive_int,
-    product_text,
-    read_options,
-    require_llm,
-    spec_error,
-)
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm
+from superb.transformers.options import one_of, Opt, positive_int, read_options, spec_error
 from superb.llm.parsing import (
     LABEL_TOKENS, YES_NO_TOKENS, first_distribution, parse_confidence, parse_label, parse_yes_no,
 )

@@ -37,7 +37,8 @@ import pyterrier as pt
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.pipelines.query_text import sanitise_query
-from superb.transformers.base import Opt, boolean, non_negative_int, positive_int, read_options, require_llm
+from superb.transformers.base import require_llm
+from superb.transformers.options import boolean, non_negative_int, Opt, positive_int, read_options
 
 TEMPLATE = "deliberated_attributes"  # the ideal product's attributes: superb.llm.ideal's request, shared (and cached)
 MAX_TOKENS = 160  # with the deliberated reranker and judge when repeat/samples leave sample 0 as it is

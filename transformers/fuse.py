@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.transformers.base import FIRST_STAGE_SCORE, Reranker, read_options, Opt
+from superb.transformers.base import FIRST_STAGE_SCORE, Reranker
+from superb.transformers.options import minmax, Opt, read_options
 
 try:
     import pyterrier as pt
@@ -49,10 +50,6 @@ def parse_weights(value: Any, path: str) -> dict[str, float]:
         raise SpecError(path, f"all weights are 0 ({out}); give at least one column a positive weight")
     return out
 
-
-def minmax(values: np.ndarray) -> np.ndarray:
-    lo, hi = float(values.min()), float(values.max())
-    return np.zeros_like(values) if hi <= lo else (values - lo) / (hi - lo)
 
 
 class Fuse(_TransformerBase):

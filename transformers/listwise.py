@@ -15,20 +15,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from superb.errors import SpecError
-from superb.transformers.base import (
-    COMMON_OPTIONS,
-    Candidates,
-    Reranker,
-    Opt,
-    non_negative_int,
-    one_of,
-    product_text,
-    read_options,
-    require_llm,
-    scores_from_order,
-    spec_error,
-)
-from superb.transformers.pairwise_prob import boolean
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
+from superb.transformers.options import boolean, non_negative_int, one_of, Opt, read_options, spec_error
 from superb.transformers.window import MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
 
 

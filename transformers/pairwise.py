@@ -13,31 +13,23 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.transformers.aggregation import AllPairs, MergeSort, strategy as make_strategy
-from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, Reranker, Opt, one_of, product_text, read_options, require_llm,
-    scores_from_order,
-)
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
+from superb.transformers.options import boolean, one_of, Opt, read_options
 from superb.llm.comparator import PairwiseComparator, PromptTemplate
 from superb.llm.text import ProductText
 
 DEFAULT_TEMPLATE = "pairwise_compare"
 
 
-def _bool(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise SpecError(path, f"expected true or false, got {value!r}")
-    return value
-
 
 OPTIONS: dict[str, Opt] = {
     **COMMON_OPTIONS,
     "top_k": Opt(10, COMMON_OPTIONS["top_k"].parse),
     "strategy": Opt("allpairs", one_of("allpairs", "sort")),
-    "allow_neither": Opt(False, _bool),
-    "both_orders": Opt(False, _bool),
+    "allow_neither": Opt(False, boolean),
+    "both_orders": Opt(False, boolean),
 }
 
 

@@ -31,19 +31,12 @@ from superb.errors import SpecError
 from superb.llm.preference import DEFAULT_TEMPLATE, PairwisePreference
 from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, Reranker, Opt, one_of, positive_int, product_text, read_options, require_llm,
-    scores_from_order, spec_error,
-)
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
+from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error
 from superb.transformers.selection import BubbleTopK, PairMergeSort, SoftAllPairs
 
 STRATEGIES = ("allpairs", "sliding", "sort")
 
-
-def boolean(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise SpecError(path, f"expected true or false, got {value!r}")
-    return value
 
 
 def pair_strategy(name: str, passes: int = 10) -> SoftAllPairs | BubbleTopK | PairMergeSort:

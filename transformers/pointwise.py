@@ -31,19 +31,8 @@ import asyncio
 from typing import Any, Mapping, Sequence
 
 from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
-from superb.transformers.base import (
-    COMMON_OPTIONS,
-    Candidates,
-    Reranker,
-    Opt,
-    one_of,
-    positive_int,
-    product_text,
-    read_options,
-    require_llm,
-    spec_error,
-    unit_float,
-)
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm
+from superb.transformers.options import minmax, one_of, Opt, positive_int, read_options, spec_error, unit_float
 from superb.llm.parsing import (
     LABEL_TOKENS,
     YES_NO_TOKENS,
@@ -59,19 +48,12 @@ TEMPLATES = {
 }
 
 
-def minmax(values: Sequence[float]) -> list[float]:
-    """Min-max normalise to [0, 1]; a constant list maps to zeros."""
-    lo, hi = min(values), max(values)
-    if hi <= lo:
-        return [0.0] * len(values)
-    return [(v - lo) / (hi - lo) for v in values]
-
 
 def fuse(llm_scores: Sequence[float], prior_scores: Sequence[float], alpha: float) -> list[float]:
     """alpha * LLM score + (1 - alpha) * min-max normalised first-stage score (per query)."""
     if alpha >= 1.0:
         return [float(s) for s in llm_scores]
-    prior = minmax(prior_scores)
+    prior = minmax(prior_scores).tolist()
     return [alpha * s + (1.0 - alpha) * p for s, p in zip(llm_scores, prior)]
 
 

@@ -23,10 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from superb.llm.types import ChatRequest
-from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, Reranker, Opt, positive_int, product_text, read_options, require_llm,
-    scores_from_order,
-)
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
+from superb.transformers.options import Opt, positive_int, read_options
 from superb.llm.comparator import AsyncLLM, PromptTemplate, load_template
 from superb.llm.text import ProductText, clean
 

@@ -34,11 +34,8 @@ from superb.llm.parsing import LETTERS
 from superb.llm.preference import Choice, count_choice, read_choice
 from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest
-from superb.transformers.base import (
-    COMMON_OPTIONS, Candidates, Reranker, Opt, one_of, positive_int, product_text, read_options, require_llm,
-    scores_from_order, spec_error,
-)
-from superb.transformers.pairwise_prob import boolean
+from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
+from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error
 from superb.transformers.position_prior import PositionPrior
 from superb.transformers.selection import BubbleTopK, HeapTopK
 

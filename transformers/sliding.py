@@ -15,7 +15,8 @@ import math
 from typing import Any
 
 from superb.errors import SpecError
-from superb.transformers.base import Candidates, Opt, positive_int, scores_from_order
+from superb.transformers.base import Candidates, scores_from_order
+from superb.transformers.options import Opt, positive_int
 from superb.transformers.listwise import ListwiseReranker, check_calibrate
 
 

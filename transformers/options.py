@@ -1,0 +1,93 @@
+"""Strict readers for a reranker's spec table, written once for every stage.
+
+A reranker declares its options as ``{name: Opt(default, parser)}`` and calls :func:`read_options`; each parser takes
+``(value, key_path)`` and raises :class:`superb.errors.SpecError` naming that key path and what is allowed. Unknown keys
+are refused with the list of allowed ones. :func:`minmax` is the one per-query normalisation used wherever two score
+scales are blended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from superb.errors import SpecError
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One allowed spec option: its default and a parser ``(value, key_path) -> value`` raising SpecError."""
+
+    default: Any
+    parse: Callable[[Any, str], Any]
+
+
+def read_options(options: Mapping[str, Any], path: str, schema: Mapping[str, Opt]) -> dict[str, Any]:
+    """Check ``options`` (a reranker's spec table) against ``schema``; unknown keys raise SpecError listing the allowed."""
+    from superb.spec import check_keys
+
+    what = f"option for type {options.get('type')!r}" if isinstance(options, Mapping) else "option"
+    check_keys(options, path, optional=["type", *schema], what=what)
+    return {key: opt.parse(options[key], f"{path}.{key}") if key in options else opt.default
+            for key, opt in schema.items()}
+
+
+def positive_int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(path, f"expected an integer >= 1, got {value!r}")
+    return value
+
+
+def non_negative_int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(path, f"expected an integer >= 0, got {value!r}")
+    return value
+
+
+def unit_float(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise SpecError(path, f"expected a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def boolean(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(path, f"expected true or false, got {value!r}")
+    return value
+
+
+def str_list(value: Any, path: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
+        raise SpecError(path, f"expected a non-empty list of field names, e.g. [\"title\"], got {value!r}")
+    return tuple(value)
+
+
+def one_of(*choices: str) -> Callable[[Any, str], str]:
+    def parse(value: Any, path: str) -> str:
+        if value not in choices:
+            raise SpecError(path, f"expected one of {list(choices)}, got {value!r}")
+        return value
+
+    return parse
+
+
+def spec_error(path: str, error: ValueError) -> SpecError:
+    """A constructor's ValueError as a SpecError at ``path`` (SpecErrors pass through)."""
+    return error if isinstance(error, SpecError) else SpecError(path, str(error))
+
+
+def minmax(values: Sequence[float], *, constant: float = 0.0) -> np.ndarray:
+    """Min-max normalised to 0..1 (float64). A query whose values are all equal, or not finite in range, maps to
+    ``constant`` everywhere: no preference (the bi-encoder's blend uses 1.0, the others 0.0; per query it only
+    shifts every score alike, so the order is the same either way)."""
+    v = np.asarray(values, dtype=np.float64)
+    if not len(v):
+        return v
+    lo, hi = float(v.min()), float(v.max())
+    if not hi - lo > 0 or not np.isfinite(hi - lo):
+        return np.full_like(v, constant)
+    return (v - lo) / (hi - lo)
