@@ -140,13 +140,11 @@ def test_pairs_and_n_pairs_are_exclusive():
 def test_a_generated_judge_shows_its_progress(tmp_path, monkeypatch, capsys):
     """Every phase that calls the model has a bar, the per-product judges too (one step per query)."""
     from test_cli_exit_codes import grade, judge_spec
-    from test_unjudged_queries import DOCS, QRELS
+    from local_data import write_data
 
     monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("SUPERB_PROGRESS", raising=False)
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docno": d, "title": t}) + "\n" for d, t in DOCS))
-    (tmp_path / "queries.tsv").write_text("1\trunning shoes\n2\tmug\n")
-    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {l}\n" for q, d, l in QRELS))
+    write_data(tmp_path)
     with FakeServer(responder=grade) as srv:
         assert main(["judge", judge_spec(tmp_path, srv.base_url), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
