@@ -29,7 +29,7 @@ def llm_exit_code(llm_spec: Mapping[str, Any] | None, usage: Mapping[str, Any] |
     totals = _totals(usage)
     if not totals:
         return EXIT_OK
-    from superb.llm import LLMConfig
+    from superb.llm.config import LLMConfig  # the module: superb.llm's __init__ leads back here via interrupt
 
     calls, hits, failures, not_called, coalesced = (totals.get(k, 0) for k in _COUNTS)
     # a request identical to one in flight waits for its answer (coalesced): a request all the same, which a cached

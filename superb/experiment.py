@@ -229,7 +229,7 @@ def _checked_run(run: pd.DataFrame, name: str, path: str) -> pd.DataFrame:
     """The run with the columns evaluation needs; a run without ranks is ranked by trec_eval's rule."""
     import pyterrier as pt
 
-    from superb.pipelines.ties import trec_order
+    from superb.runs import trec_order
 
     missing = {"qid", "docno", "score"} - set(run.columns)
     if missing:

@@ -88,7 +88,7 @@ class ShardFolder:
         return systems
 
     def runs(self) -> dict[str, pd.DataFrame]:
-        from superb.results import read_run
+        from superb.runs import read_run
         from superb.stage_scores import with_stage_scores
 
         return with_stage_scores({name: read_run(self.file(rel)) for name, rel in self.systems().items()}, self.path)
@@ -98,7 +98,7 @@ class ShardFolder:
                            keep_default_na=False)
 
     def qrels(self) -> pd.DataFrame:
-        from superb.results import read_qrels
+        from superb.runs import read_qrels
 
         return read_qrels(self.file("qrels.trec"))
 

@@ -14,7 +14,7 @@ Layout of ``results/NAME/``:
                            table_<view>.csv (superb.eval.table_files; read both with read_table)
   perquery.csv             one row per (system, view, qid, measure), plus Judged@10 (view "full")
   usage.csv                LLM calls, tokens, cache hits, reranker repairs/fallbacks per system
-  runs/SYSTEM.run          TREC run files (pt.io), scores strictly decreasing in rank order (superb.pipelines.ties):
+  runs/SYSTEM.run          TREC run files (pt.io), scores strictly decreasing in rank order (superb.runs):
                            trec_eval, ir_measures or pt.Experiment on these files and qrels.trec give table.csv
   systems.json             system name -> run file
   stage_scores.csv.gz      each stage's own score (first_stage_score, <stage>_score, llm_score, fuse_score) of each
@@ -36,9 +36,9 @@ from typing import Any
 import pandas as pd
 
 from superb.atomic import replacing
-from superb.errors import DataError
 from superb.experiment import ExperimentResult
 from superb.llm.ship import ship_responses
+from superb.runs import TIE_RULE, write_run
 from superb.spec import check_file_names, file_name
 from superb.stage_scores import write_stage_scores
 
@@ -206,7 +206,6 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     """The last step of :func:`write_results`: every other file of the folder is written when this runs. A step
     that needs the finished folder belongs here: shipping the LLM responses the run used (superb.llm.ship, which adds
     its summary to provenance.json); then provenance.json gets the list of the folder's files."""
-    from superb.pipelines.ties import TIE_RULE
     from superb.provenance import write as write_provenance
 
     provenance = {
@@ -259,40 +258,6 @@ def cumulative_cost(pipelines, usage: pd.DataFrame) -> pd.DataFrame:
             out.loc[name] += own.loc[parent]
             parent = inputs.get(parent)
     return out
-
-
-def write_run(run: pd.DataFrame, path: Path, tag: str) -> None:
-    """A run as a TREC file through pt.io, in rank order, with scores strictly decreasing in that order
-    (superb.pipelines.ties.strictly_decreasing, the same as evaluation applies) at full precision."""
-    import pyterrier as pt
-
-    from superb.pipelines.ties import strictly_decreasing
-
-    run = strictly_decreasing(run)
-    pt.io.write_results(run if "rank" in run.columns else pt.model.add_ranks(run), str(path), run_name=tag)
-
-
-def read_run(path: str | Path) -> pd.DataFrame:
-    """qid, docno, rank, score (and the tag as ``name``) of a TREC run file, through pt.io; a malformed file is a
-    DataError naming it."""
-    import pyterrier as pt
-
-    try:
-        return pt.io.read_results(str(path))
-    except (ValueError, TypeError, pd.errors.ParserError) as exc:
-        raise DataError(f"{path} is not a TREC run file ('qid Q0 docno rank score tag' per line): {exc}") from None
-
-
-def read_qrels(path: str | Path) -> pd.DataFrame:
-    """qid, docno, label (int) of a TREC qrels file as results folders hold them (qrels.trec, llm_qrels.trec); a
-    malformed file is a DataError naming it."""
-    try:
-        frame = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
-                            dtype={"qid": str, "docno": str}, keep_default_na=False)
-        frame["label"] = pd.to_numeric(frame["label"], errors="raise").astype(int)
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"{path} is not a TREC qrels file ('qid 0 docno label' per line): {exc}") from None
-    return frame[["qid", "docno", "label"]]
 
 
 def read_table(result_dir: Path) -> pd.DataFrame:

@@ -23,9 +23,6 @@ from typing import Any
 from superb.errors import SpecError
 
 DEFAULT_MEASURES = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
-TESTS = ("t", "wilcoxon", "randomization")
-CORRECTIONS = ("holm", "bonferroni", "none")
-SPLITS = ("all", "dev", "test")
 INTERVALS = ("t", "bootstrap")
 NO_RELEVANT = ("keep", "drop")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.+>@()=,-]*$")
@@ -227,6 +224,8 @@ def _parse_hypotheses(items: Any, pipelines: tuple[PipelineSpec, ...], evaluatio
 def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
     """The [queries] table (shared by experiment and judge specs; ``unjudged``: the key is allowed, as in an
     experiment spec, where selected queries without relevance labels are skipped unless it says "run")."""
+    from superb.data.splits import SPLITS  # here: superb.data registers its data sets with ir_datasets
+
     path = "queries"
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")
@@ -251,6 +250,8 @@ def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
 
 
 def _parse_evaluation(table: Any) -> EvaluationSpec:
+    from superb.eval.stats import CORRECTIONS, TESTS
+
     path = "evaluation"
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")

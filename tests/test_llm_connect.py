@@ -66,7 +66,7 @@ def test_embedded_model_starts_only_when_the_cache_cannot_answer(tmp_path, monke
     first miss starts it, and a model that cannot be found stops the run (it is not a counted call failure)."""
     from superb.errors import DataError
     from superb.llm import ChatRequest, Completion, ResponseCache, describe
-    from superb.llm.connect import model_id
+    from superb.llm.model import model_id
 
     monkeypatch.setenv("SUPERB_MODEL_PATH", str(tmp_path / "no-such-model.gguf"))
     cfg = LLMConfig(embedded_model="0.5b", cache_path=str(tmp_path / "cache.sqlite"))

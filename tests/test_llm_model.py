@@ -13,7 +13,7 @@ import pytest
 from superb.errors import DataError, MissingDependencyError, SpecError
 from superb.llm import model as model_mod
 from superb.llm.config import LLMConfig
-from superb.llm.connect import embedded_model_key
+from superb.llm.model import embedded_model_key
 from superb.llm.model import ModelFile, resolve_model
 
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 5]

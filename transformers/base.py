@@ -34,19 +34,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import pyterrier as pt
 
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.llm.text import ProductText, clean
 from superb.transformers.options import Opt, boolean, positive_int, str_list
-
-try:  # pyterrier is a hard dependency, but keep `import superb.transformers.base` light when it is absent
-    import pyterrier as pt
-
-    _TransformerBase = pt.Transformer
-except ImportError:  # pragma: no cover - python-terrier is in the core dependencies
-    pt = None
-    _TransformerBase = object
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
 FIRST_STAGE_SCORE = "first_stage_score"  # the retrieval score, kept through reranking stages (see the docstring)
@@ -75,7 +68,7 @@ def scores_from_order(order: Sequence[int]) -> list[float]:
     return scores
 
 
-class Reranker(_TransformerBase):
+class Reranker(pt.Transformer):
     """Reranks the top ``top_k`` candidates of each query with ``score``; see the module docstring for the contract."""
 
     type_name = "llm"  # the spec's `type`; subclasses override

@@ -20,17 +20,10 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+import pyterrier as pt
 
 from superb.transformers.base import FIRST_STAGE_SCORE, Candidates, Reranker
 from superb.transformers.options import non_negative_int, Opt, positive_int, read_options, spec_error
-
-try:
-    import pyterrier as pt
-
-    _TransformerBase = pt.Transformer
-except ImportError:  # pragma: no cover - python-terrier is a core dependency
-    pt = None
-    _TransformerBase = object
 
 
 def query_rng(seed: int, qid: str) -> np.random.Generator:
@@ -42,7 +35,7 @@ def _optional_positive_int(value: Any, path: str) -> int | None:
     return None if value is None else positive_int(value, path)
 
 
-class Shuffle(_TransformerBase):
+class Shuffle(pt.Transformer):
     type_name = "shuffle"
 
     def __init__(self, seed: int = 0, top_k: int | None = None):

@@ -21,18 +21,11 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+import pyterrier as pt
 
 from superb.errors import SpecError
 from superb.transformers.base import FIRST_STAGE_SCORE, Reranker
 from superb.transformers.options import minmax, Opt, read_options
-
-try:
-    import pyterrier as pt
-
-    _TransformerBase = pt.Transformer
-except ImportError:  # pragma: no cover - python-terrier is a core dependency
-    pt = None
-    _TransformerBase = object
 
 FUSED = "fuse_score"
 
@@ -51,8 +44,7 @@ def parse_weights(value: Any, path: str) -> dict[str, float]:
     return out
 
 
-
-class Fuse(_TransformerBase):
+class Fuse(pt.Transformer):
     type_name = "fuse"
 
     def __init__(self, weights: Mapping[str, float]):

@@ -140,7 +140,7 @@ def _import(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from superb.batch.collect import llm_config, run_round
     from superb.batch.submit import SubmitState, work_dir
-    from superb.llm.connect import model_id
+    from superb.llm.model import model_id
     from superb.spec import load_spec
 
     spec = load_spec(args.spec)
@@ -161,7 +161,7 @@ def _submit(args: argparse.Namespace) -> int:
     from superb.batch.submit import Submitter, SubmitState, work_dir
     from superb.errors import SpecError
     from superb.llm.batch_api import BATCH_DISCOUNT, MAX_BYTES, MAX_LINES, BatchAPI
-    from superb.llm.connect import model_id
+    from superb.llm.model import model_id
     from superb.spec import load_spec
 
     spec = load_spec(args.spec)

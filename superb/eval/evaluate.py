@@ -208,10 +208,10 @@ def _verdict(row, constructed) -> str:
 
 
 def _frames(runs: Mapping[str, pd.DataFrame]) -> list[pd.DataFrame]:
-    """The runs as pt.Experiment reads them: strictly decreasing scores in their rank order (superb.pipelines.ties:
+    """The runs as pt.Experiment reads them: strictly decreasing scores in their rank order (superb.runs:
     a no-op for superb's runs; for a run with tied scores, its ``rank`` column decides, else trec_eval's rule), so
     that every ir_measures provider (pytrec_eval, Judged...) sees the same ranking."""
-    from superb.pipelines.ties import strictly_decreasing
+    from superb.runs import strictly_decreasing
 
     out = []
     for name, run in runs.items():

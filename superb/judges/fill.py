@@ -111,7 +111,7 @@ class Folder:
 
 def read_folder(path: str | Path) -> Folder:
     """The folder's files; a missing file or a shard folder is a DataError naming it."""
-    from superb.results import read_qrels, read_run
+    from superb.runs import read_qrels, read_run
     from superb.spec import parse_spec
 
     path = Path(path)
@@ -138,8 +138,8 @@ def read_folder(path: str | Path) -> Folder:
 
 def top_pairs(runs: dict[str, pd.DataFrame], depth: int) -> pd.DataFrame:
     """qid, docno, systems (how many systems rank it in their top ``depth``), best_rank: the union of every run's
-    top ``depth`` (rank order by superb.pipelines.ties, as evaluation reads the runs)."""
-    from superb.pipelines.ties import strictly_decreasing
+    top ``depth`` (rank order by superb.runs, as evaluation reads the runs)."""
+    from superb.runs import strictly_decreasing
 
     parts = []
     for name, run in runs.items():

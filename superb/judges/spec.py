@@ -101,7 +101,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP = {"name", "description", "output", "seed", "dataset", "queries", "pool", "llm", "judge", "agreement",
         "pairwise_study", "label_study", "benchmark", "calibration"}
 CHOICES = ("forced", "allow neither")
-SPLITS = ("all", "dev", "test")
 GRADES = ("final", "qrels")
 CALIBRATION_WEIGHTS = ("linear", "quadratic", "none")
 NORMALISERS = ("rank", "minmax")
@@ -314,6 +313,8 @@ def _parse_calibration(table: Any) -> CalibrationSpec:
 
 
 def _parse_pairwise(table: Any) -> dict[str, Any]:
+    from superb.data.splits import SPLITS
+
     path = "pairwise_study"
     _keys(table, path, {"n_pairs", "seed", "choices", "fields", "split", "grades", "probability", "pairs", "order"})
     if "pairs" in table and "n_pairs" in table:

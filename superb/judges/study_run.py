@@ -64,7 +64,7 @@ def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_n
             untested.append(f"{s} (baseline {b} not selected)")
             b = None
         baselines[s] = b
-    from superb.results import read_run
+    from superb.runs import read_run
 
     runs = {s: read_run(folder / systems[s]) for s in names}
     return runs, baselines, {"source": str(folder), "untested_without_baseline": untested}

@@ -290,7 +290,7 @@ class CollectingClient(_ClientBase):
 
     def __init__(self, config: LLMConfig, *, cache: ResponseCache, sink: RequestSink, usage: Usage | None = None):
         super().__init__()
-        from superb.llm.connect import model_id
+        from superb.llm.model import model_id
 
         if cache is None or cache.mode in ("off", "refresh"):
             mode = "off" if cache is None else cache.mode

@@ -23,7 +23,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 from superb.errors import SuperbError
 from superb.llm.cache import CachedRow, ResponseCache, StoreCounts, _dump_logprobs
@@ -154,7 +154,3 @@ def _row(n: int, line: str, store: PendingStore, report: ImportReport) -> Cached
                      logprobs=_dump_logprobs(completion.logprobs), prompt_tokens=completion.prompt_tokens,
                      completion_tokens=completion.completion_tokens)
 
-
-def import_many(paths: Iterable[str | Path], cache: ResponseCache, store: PendingStore, *,
-                replace: bool = False) -> list[ImportReport]:
-    return [import_results(p, cache, store, replace=replace) for p in paths]

@@ -15,36 +15,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from superb import paths
-from superb.errors import SpecError
 from superb.llm.cache import ResponseCache
 from superb.llm.client import LLMClient
 from superb.llm.config import LLMConfig
+from superb.llm.dryrun import DryRunClient
+from superb.llm.model import embedded_model_key, model_id
 from superb.llm.usage import Usage
-
-
-def embedded_model_key(config: LLMConfig) -> str:
-    """Which embedded model a config means: llm.model when it names one ("qwen2.5-coder-1.5b"), else embedded_model."""
-    from superb.llm.model import ALIASES
-
-    if config.model is None or config.model_path:
-        return config.embedded_model
-    if config.model.lower() in ALIASES:
-        return ALIASES[config.model.lower()]
-    raise SpecError("llm.model", f"{config.model!r} is not an embedded model and llm.base_urls is empty. Set base_urls "
-                                 f"to an endpoint serving it, or use one of: {', '.join(sorted(ALIASES))}")
-
-
-def model_id(config: LLMConfig) -> str:
-    """The model id requests carry (and the cache keys on). Embedded: the canonical alias of the pinned file, so
-    "1.5b", "qwen2.5-coder-1.5b" and the default all share cache entries; an explicit file: llm.model or its stem."""
-    if not config.embedded:
-        return config.model
-    explicit = config.model_path or os.environ.get("SUPERB_MODEL_PATH")
-    if explicit:
-        return config.model or Path(explicit).stem
-    from superb.llm.model import MODELS
-
-    return MODELS[embedded_model_key(config)].alias
 
 
 def check_table(table: dict[str, Any] | None, path: str = "llm") -> LLMConfig:
@@ -178,8 +154,6 @@ def open_for_spec(table: dict[str, Any] | None, stack: ExitStack, *, dry_run: bo
     if not dry_run:
         client = stack.enter_context(open_llm(config))
         return client, describe(client)
-    from superb.llm.dryrun import DryRunClient
-
     cache = None
     cache_file = Path(config.cache_path or paths.llm_cache_path())
     if config.cache in ("normal", "read-only") and cache_file.exists():  # a directory there is refused, not skipped

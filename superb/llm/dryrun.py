@@ -24,6 +24,7 @@ import urllib.request
 from superb.llm.cache import CacheMiss, ResponseCache, cache_key
 from superb.llm.client import _ClientBase
 from superb.llm.config import LLMConfig
+from superb.llm.model import model_id
 from superb.llm.types import ChatRequest, Completion
 from superb.llm.usage import Usage
 
@@ -39,8 +40,6 @@ class DryRunClient(_ClientBase):
     def __init__(self, config: LLMConfig | None = None, *, cache: ResponseCache | None = None,
                  usage: Usage | None = None, tokenize_url: str | None = None):
         super().__init__()
-        from superb.llm.connect import model_id
-
         self.config = config or LLMConfig()
         self.model = model_id(self.config)  # the id a real run would key its cache on
         self.cache = cache

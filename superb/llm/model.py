@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import BinaryIO, Iterable
 
 from superb import paths
-from superb.errors import DataError, MissingDependencyError
+from superb.errors import DataError, MissingDependencyError, SpecError
+from superb.llm.config import LLMConfig
 
 log = logging.getLogger(__name__)
 CHUNK = 8 << 20
@@ -69,6 +70,27 @@ def model_file(key: str) -> ModelFile:
     if key not in MODELS:
         raise ValueError(f"embedded model {key!r} is not one of {', '.join(MODELS)}")
     return MODELS[key]
+
+
+def embedded_model_key(config: LLMConfig) -> str:
+    """Which embedded model a config means: llm.model when it names one ("qwen2.5-coder-1.5b"), else embedded_model."""
+    if config.model is None or config.model_path:
+        return config.embedded_model
+    if config.model.lower() in ALIASES:
+        return ALIASES[config.model.lower()]
+    raise SpecError("llm.model", f"{config.model!r} is not an embedded model and llm.base_urls is empty. Set base_urls "
+                                 f"to an endpoint serving it, or use one of: {', '.join(sorted(ALIASES))}")
+
+
+def model_id(config: LLMConfig) -> str:
+    """The model id requests carry (and the cache keys on). Embedded: the canonical alias of the pinned file, so
+    "1.5b", "qwen2.5-coder-1.5b" and the default all share cache entries; an explicit file: llm.model or its stem."""
+    if not config.embedded:
+        return config.model
+    explicit = config.model_path or os.environ.get("SUPERB_MODEL_PATH")
+    if explicit:
+        return config.model or Path(explicit).stem
+    return MODELS[embedded_model_key(config)].alias
 
 
 def resolve_model(key: str = "1.5b", explicit: str | os.PathLike | None = None, *, download: bool = True) -> Path:

@@ -43,7 +43,7 @@ class Titles:
 
 
 def _in_rank_order(run: pd.DataFrame) -> pd.DataFrame:
-    """A run (superb.results.read_run) in rank order per query, the file's query order kept."""
+    """A run (superb.runs.read_run) in rank order per query, the file's query order kept."""
     order = pd.factorize(run["qid"])[0]
     return run.assign(_q=order).sort_values(["_q", "rank"], kind="mergesort").drop(columns=["_q"])
 
@@ -104,7 +104,7 @@ def _baselines(table: pd.DataFrame) -> dict[str, str]:
 def _read_runs(folder: Path, systems_map: dict[str, str], spec: dict, qindex: dict[str, int]):
     """Each system's top DEPTH per query (first stages: FIRST_STAGE_DEPTH, with their scores) as indices into one list
     of docnos: (docnos, {system: [[doc index, ...] per query]}, {first stage: [[score, ...] per query]})."""
-    from superb.results import read_run
+    from superb.runs import read_run
 
     docs: list[str] = []
     dindex: dict[str, int] = {}
@@ -163,7 +163,7 @@ def _stage_scores(folder: Path, systems: list[str], qindex: dict[str, int], dind
 
 def collect(folder: str | Path) -> dict[str, Any]:
     """The page's payload for the results folder ``folder`` (see the module docstring)."""
-    from superb.results import read_qrels
+    from superb.runs import read_qrels
 
     folder = Path(folder)
     systems_map = json.loads(_need(folder, "systems.json").read_text(encoding="utf-8"))

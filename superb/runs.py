@@ -1,4 +1,6 @@
-"""Tied scores, broken once: the rule every superb run follows, so that any tool computes the same numbers from it.
+"""TREC runs and qrels: the run-order rule every superb run follows, and reading and writing the files.
+
+Tied scores are broken once, so that any tool computes the same numbers from a run.
 
 trec_eval (and pytrec_eval, hence ir_measures and ``pt.Experiment``) orders each query's documents by score
 descending and breaks ties by docno DESCENDING. A run whose rank order follows another rule (the engine's docid
@@ -13,12 +15,19 @@ and pt.Experiment, compare scores as 32-bit floats, so two doubles closer than t
 docno -- and lowers every score that is not below its predecessor in rank order to the next 32-bit float below it.
 The written scores then strictly decrease in rank order for every tool (trec_eval, every ir_measures provider,
 pt.Experiment), and each is exactly representable, so the separation survives a TREC file.
+
+:func:`write_run`, :func:`read_run` and :func:`read_qrels` read and write the TREC files of a results folder
+(runs/SYSTEM.run, qrels.trec, llm_qrels.trec); malformed files are DataErrors naming the file.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+
+from superb.errors import DataError
 
 TIE_RULE = ("ranks: score descending, then docno descending (trec_eval's rule), decided once at the first stage; "
             "files: scores as 32-bit floats (trec_eval's precision), lowered one 32-bit step below their predecessor "
@@ -70,3 +79,35 @@ def is_strictly_decreasing(run: pd.DataFrame) -> bool:
     same = frame["qid"].to_numpy()[1:] == frame["qid"].to_numpy()[:-1]
     scores = frame["score"].to_numpy(dtype="float64").astype(np.float32)
     return bool(not (same & (scores[1:] >= scores[:-1])).any())
+
+
+def write_run(run: pd.DataFrame, path: Path, tag: str) -> None:
+    """A run as a TREC file through pt.io, in rank order, with scores strictly decreasing in that order
+    (:func:`strictly_decreasing`, the same as evaluation applies) at full precision."""
+    import pyterrier as pt
+
+    run = strictly_decreasing(run)
+    pt.io.write_results(run if "rank" in run.columns else pt.model.add_ranks(run), str(path), run_name=tag)
+
+
+def read_run(path: str | Path) -> pd.DataFrame:
+    """qid, docno, rank, score (and the tag as ``name``) of a TREC run file, through pt.io; a malformed file is a
+    DataError naming it."""
+    import pyterrier as pt
+
+    try:
+        return pt.io.read_results(str(path))
+    except (ValueError, TypeError, pd.errors.ParserError) as exc:
+        raise DataError(f"{path} is not a TREC run file ('qid Q0 docno rank score tag' per line): {exc}") from None
+
+
+def read_qrels(path: str | Path) -> pd.DataFrame:
+    """qid, docno, label (int) of a TREC qrels file as results folders hold them (qrels.trec, llm_qrels.trec); a
+    malformed file is a DataError naming it."""
+    try:
+        frame = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
+                            dtype={"qid": str, "docno": str}, keep_default_na=False)
+        frame["label"] = pd.to_numeric(frame["label"], errors="raise").astype(int)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise DataError(f"{path} is not a TREC qrels file ('qid 0 docno label' per line): {exc}") from None
+    return frame[["qid", "docno", "label"]]
