@@ -101,6 +101,16 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
         assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4"]) == 0
         assert srv.requests - reranker_requests == fill_requests and (out / "table.csv").read_text() + (
             out / "table_filled.csv").read_text() == before
+        # --out: the filled copy is written there and the folder itself is left byte for byte as it was
+        snapshot = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        copy = home / "results" / "fill_me_copy"
+        capsys.readouterr()
+        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4", "--out", str(copy)]) == 0
+        assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot
+        for name in ("llm_qrels.trec", "table_filled.csv", "label_study.csv"):
+            assert (copy / name).read_text() == (out / name).read_text(), name
+        assert srv.requests - reranker_requests == fill_requests
+        assert "Kendall's tau" in capsys.readouterr().out  # label_study.md printed from the copy
 
     assert fingerprint["judge"] == "yesno_product" and fingerprint["model"] == "fake-model"
     assert len(fingerprint["cuts"]) == 3 and fingerprint["templates"]["yesno_product"]
@@ -173,6 +183,16 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     taus, _, _, sections = label_study_rows(folder, [parse_measure("nDCG@5")], {"same pairs": dropped}, 5, 50, 0)
     assert taus["n_queries"].tolist() == [len(TEST_QUERIES) - 1]
     assert f"{len(TEST_QUERIES) - 1} of the {len(TEST_QUERIES)} queries" in sections[0]
+    # the spec's [evaluation] n_resamples reaches the fill's tests: 10 draws (5 queries have 32 sign patterns, so the
+    # test draws rather than enumerates) give p = (count + 1) / 11 in the baseline and the pair tests alike
+    from dataclasses import replace
+
+    ev = replace(folder.spec.evaluation, test="randomization", n_resamples=10)
+    drawn = replace(folder, spec=replace(folder.spec, evaluation=ev))
+    _, verdicts10, pairs10, _ = label_study_rows(drawn, [parse_measure("nDCG@5")], {"llm": llm.drop(columns="it")},
+                                                 5, 50, 0)
+    p = pd.concat([pairs10["p_human"], pairs10["p_judge"]]).dropna()
+    assert len(p) == 6 and ((p * 11).round(9) % 1 == 0).all() and (p < 1).any()
     # "same pairs": the LLM labels of the human-judged pairs only, recomputed here; the order is by mean nDCG@5
     same = llm.merge(human[["qid", "docno"]]).rename(columns={"qid": "query_id", "docno": "doc_id",
                                                               "label": "relevance"})

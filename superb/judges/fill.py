@@ -226,14 +226,19 @@ class FittedJudge:
                 "dev_kappa": c.dev_kappa, "stats": {m: dict(j.stats) for m, j in self.scorers.items()}}
 
 
-def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str = "live", llm: Any = None) -> dict:
+def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str = "live", llm: Any = None,
+         out: str | Path | None = None) -> dict:
     """Label the folder's targets and write the files of the module docstring (mode "live" or "from_cache"), or
-    only count the calls a live fill would make (mode "dry_run": returns ``usage``; nothing is written)."""
+    only count the calls a live fill would make (mode "dry_run": returns ``usage``; nothing is written). ``out``: write
+    the filled copy there and leave ``folder`` unchanged (default: fill ``folder`` in place)."""
+    from superb.atomic import check_replaceable
     from superb.data import load_dataset
     from superb.llm.connect import open_for_spec
 
     t0 = time.perf_counter()
     members = options.members()
+    if out is not None:
+        check_replaceable(Path(out))  # before any call is paid for
     f = read_folder(folder)
     dataset = load_dataset(f.spec.dataset, path="dataset")
     ratings = dataset.ratings()
@@ -273,7 +278,7 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
 
     return write_fill(f, targets, fingerprint, {"mode": mode, "llm": info, "usage": usage,
                                                 "seconds": round(time.perf_counter() - t0, 2)},
-                      log=log, options=options)
+                      log=log, options=options, out=out)
 
 
 def dev_pairs(dataset: Any, sample: int | None, seed: int = 0) -> pd.DataFrame:

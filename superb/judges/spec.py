@@ -68,6 +68,7 @@ condensed = true                   # default: unjudged documents are removed fro
                                    # the pool); false: they count as non-relevant
 test = "t"                         # t | wilcoxon | randomization;  correction = "holm" | "bonferroni" | "none"
 alpha = 0.05
+n_resamples = 10000                # default: the randomization test's resamples (>= 100)
 ```
 
 A BENCHMARK spec instead builds a small superlative benchmark (superb.judges.benchmark.build_benchmark) from the
@@ -106,7 +107,7 @@ GRADES = ("final", "qrels")
 CALIBRATION_WEIGHTS = ("linear", "quadratic", "none")
 NORMALISERS = ("rank", "minmax")
 ENSEMBLE_KEYS = {"name", "type", "members", "normaliser"}
-LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha"}
+LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha", "n_resamples"}
 LABEL_STUDY_MEASURES = ("nDCG@10", "P@10")
 BENCHMARK_KEYS = {"depth", "engine", "model", "pool_query", "judge", "docs", "rel_threshold"}
 BENCHMARK_DOCS = ("reference", "copy")
@@ -130,6 +131,7 @@ class LabelStudySpec:
     test: str = "t"
     correction: str = "holm"
     alpha: float = 0.05
+    n_resamples: int = 10_000  # of the randomization test, as [evaluation] n_resamples
 
 
 @dataclass(frozen=True)
@@ -410,10 +412,14 @@ def _parse_label_study(table: Any) -> LabelStudySpec:
     alpha = table.get("alpha", 0.05)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise SpecError(f"{path}.alpha", f"expected a number between 0 and 1, found {alpha!r}")
+    n_resamples = table.get("n_resamples", 10_000)
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
+        raise SpecError(f"{path}.n_resamples", f"expected an integer of at least 100 (as [evaluation] n_resamples), "
+                                               f"found {n_resamples!r}")
     return LabelStudySpec(runs=table.get("runs"), select=_str_list(table, "select", path), systems=tuple(systems),
                           measures=_str_list(table, "measures", path) or LABEL_STUDY_MEASURES,
                           condensed=table.get("condensed", True), test=table.get("test", "t"),
-                          correction=table.get("correction", "holm"), alpha=float(alpha))
+                          correction=table.get("correction", "holm"), alpha=float(alpha), n_resamples=n_resamples)
 
 
 def _parse_benchmark(table: Any) -> BenchmarkSpec:

@@ -125,7 +125,8 @@ def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame,
         queries = sorted(set(h["qid"]) & set(topics["qid"].astype(str)))
         _check_coverage(runs, queries, info)
         study = label_study(runs, h, j, measures, baselines, names=("human", "judge"), queries=queries,
-                            condensed=ls.condensed, test=ls.test, correction=ls.correction, alpha=ls.alpha)
+                            condensed=ls.condensed, test=ls.test, correction=ls.correction, alpha=ls.alpha,
+                            n_resamples=ls.n_resamples)
         every = _all_verdicts(study)
         for r in study.tau.to_dict("records"):
             tested = every[every["measure"] == r["measure"]]
