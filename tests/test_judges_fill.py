@@ -251,3 +251,17 @@ def test_fill_with_the_real_05b(home, monkeypatch):
     assert fingerprint["model"] and counts["labelled"] == counts["targets"] > 0
     assert set(read_table(out)["view"]) == {"full", "condensed", "filled"}
     assert "llm_qrels.trec" in json.loads((out / "provenance.json").read_text())["files"]
+
+
+def test_fill_study_and_fill_inputs_do_not_import_the_fill_upward():
+    """superb.judges.fill imports fill_study and fill_inputs; neither imports fill back, not even inside a function."""
+    import ast
+    from pathlib import Path
+
+    import superb.judges
+
+    for name in ("fill_study", "fill_inputs"):
+        tree = ast.parse((Path(superb.judges.__file__).parent / f"{name}.py").read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "superb.judges.fill_inputs" in imported or name == "fill_inputs"
+        assert "superb.judges.fill" not in imported, name

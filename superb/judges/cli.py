@@ -91,7 +91,8 @@ def _cmd_judge(args) -> int:
 
 
 def _fill(args, mode: str) -> int:
-    from superb.judges.fill import FillOptions, fill
+    from superb.judges.fill import fill
+    from superb.judges.fill_inputs import FillOptions
 
     given = {name: getattr(args, name) for name in FILL_ONLY if getattr(args, name) is not None}
     options = FillOptions(**given)

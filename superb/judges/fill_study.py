@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from superb.judges.fill import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE, Folder,
-                                FillOptions)
+from superb.judges.fill_inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE,
+                                       Folder, FillOptions)
 from superb.provenance import record_code
 
 FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
