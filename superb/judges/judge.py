@@ -30,9 +30,9 @@ import pandas as pd
 
 from superb.errors import SpecError
 from superb.spec import check_keys
-from superb.judges.parse import grade_distribution, parse_grade, parse_listwise
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
+from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
 from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, pairwise_study import run_all here)
 from superb.llm.types import ChatRequest, Completion
 

@@ -38,10 +38,9 @@ import pandas as pd
 
 from superb.errors import SpecError
 from superb.judges.judge import load_template, progress_bar, run_all
-from superb.judges.parse import parse_grade
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
-from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_yes_no
+from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, parse_yes_no
 from superb.llm.types import ChatRequest, Completion
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
