@@ -176,7 +176,7 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     # a view without a pair for some query (same pairs, when no human-judged product reaches any top 5) compares the
     # other queries only, and says so
     from superb.eval.measures import parse_measure
-    from superb.judges.fill_study import label_study_rows
+    from superb.judges.studies.fill import label_study_rows
 
     folder = read_folder(out)
     dropped = llm[llm["qid"] != TEST_QUERIES[0]].drop(columns="it")
@@ -254,13 +254,13 @@ def test_fill_with_the_real_05b(home, monkeypatch):
 
 
 def test_fill_study_and_fill_inputs_do_not_import_the_fill_upward():
-    """superb.judges.fill imports fill_study and fill_inputs; neither imports fill back, not even inside a function."""
+    """superb.judges.fill imports studies/fill and fill_inputs; neither imports fill back, even inside a function."""
     import ast
     from pathlib import Path
 
     import superb.judges
 
-    for name in ("fill_study", "fill_inputs"):
+    for name in ("studies/fill", "fill_inputs"):
         tree = ast.parse((Path(superb.judges.__file__).parent / f"{name}.py").read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert "superb.judges.fill_inputs" in imported or name == "fill_inputs"

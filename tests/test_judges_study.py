@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from superb.judges.study import label_study, ranking_agreement, verdict_flips
+from superb.judges.studies.label import label_study, ranking_agreement, verdict_flips
 
 QIDS = [f"q{i:02d}" for i in range(1, 13)]
 

@@ -14,7 +14,7 @@ then applied to the target pairs.
 
 Targets: every (query, product) in the top ``depth`` (default 10) of any system. ``scope = "all"`` (default) labels
 all of them, judged or not, so the LLM labels also form a complete LLM-only qrels set over those ranks (the label
-study: superb.judges.fill_study); ``"unjudged"`` labels only products without a human label.
+study: superb.judges.studies.fill); ``"unjudged"`` labels only products without a human label.
 
 Views: "filled" = the human qrels, plus the LLM label of every target pair WITHOUT a human label (human labels always
 win). A target pair the judge could not score (failed call; missing under --from-cache) gets no LLM label: it stays
@@ -34,7 +34,7 @@ it was):
                           <!-- views: superb judge --fill --> and <!-- end views --> (the section is replaced)
   label_study.md / .csv   Kendall's tau (query-bootstrap intervals) and the agreement on significantly different
                           pairs of systems (superb.judges.pair_agreement) under human vs LLM-only, same-pairs and
-                          filled labels (superb.judges.fill_study); label_study_verdicts.csv: every verdict against
+                          filled labels (superb.judges.studies.fill); label_study_verdicts.csv: every verdict against
                           a baseline under both; label_study_pairs.csv: every pair of systems under both
   responses.jsonl.gz      the folder's shipped responses plus the judge's (merged by key), so the folder re-derives
                           with zero calls after `superb responses replay`
@@ -55,7 +55,8 @@ import pandas as pd
 
 from superb.errors import DataError
 from superb.judges.fill_inputs import FillOptions, Folder
-from superb.judges.fill_study import write_fill
+from superb.judges.studies.fill import write_fill
+
 
 def read_folder(path: str | Path) -> Folder:
     """The folder's files; a missing file or a shard folder is a DataError naming it."""
@@ -102,11 +103,11 @@ def top_pairs(runs: dict[str, pd.DataFrame], depth: int) -> pd.DataFrame:
 
 
 class FittedJudge:
-    """A scoring judge, or the mean of several (superb.judges.calibration.Ensemble), with cut points fitted on dev
-    rated pairs. ``score(pool)`` -> qid, docno, score, status; ``fit(dev_pool, ratings)``; ``label(scores)``."""
+    """A scoring judge, or the mean of several (superb.judges.studies.calibration.Ensemble), with cut points fitted on
+    dev rated pairs. ``score(pool)`` -> qid, docno, score, status; ``fit(dev_pool, ratings)``; ``label(scores)``."""
 
     def __init__(self, members: list[str], *, llm: Any, dataset: Any, weights: str = "linear"):
-        from superb.judges.calibration import Ensemble, KappaCutSearch
+        from superb.judges.studies.calibration import Ensemble, KappaCutSearch
         from superb.judges.scoring import build_scoring_judge
 
         self.names = members

@@ -33,7 +33,7 @@ from superb.spec import check_keys
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
 from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
-from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, pairwise_study import run_all here)
+from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, studies.pairwise import run_all here)
 from superb.llm.types import ChatRequest, Completion
 
 

@@ -1,7 +1,7 @@
 """Do two label sets draw the same conclusions about PAIRS of systems?
 
-Kendall's tau (superb.judges.study.ranking_agreement) weighs every pair of systems alike, so with many systems within
-noise of each other (a first stage and its light rerankings) it mostly measures how those near-ties fall. What a
+Kendall's tau (superb.judges.studies.label.ranking_agreement) weighs every pair of systems alike, so with many
+systems within noise of each other (a first stage and its light rerankings) it mostly measures how those near-ties fall. What a
 researcher concludes from a table is narrower: "system X is significantly better than system Y". Here every pair of
 systems is tested under each label set (the spec's paired test over the same queries, one correction family per
 label set and measure: all pairs), and the conclusions are compared:

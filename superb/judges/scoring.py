@@ -12,7 +12,8 @@ How an answer becomes a score is a ``Reading`` (a strategy):
   position offering a grade token, renormalised over the grades (0..3): a score in [0, 3].
 - ``YesProbability``: P(yes) renormalised over {yes, no}: a score in [0, 1].
 
-A score is not a label: superb.judges.calibration turns scores into labels 0..3 with cut points chosen on dev pairs.
+A score is not a label: superb.judges.studies.calibration turns scores into labels 0..3 with cut points chosen on
+dev pairs.
 
 Every pair gets a ``Scored`` record whose status says how its score was obtained, and every fallback is counted in
 ``judge.stats``:
@@ -292,8 +293,8 @@ def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: 
 
 
 class CalibratedJudge:
-    """Labels from a scoring judge and a FITTED calibration (superb.judges.calibration): ``judge(pool)`` gives one
-    superb.judges.records.Judgment per pair with label = calibration.apply(score) and the score kept in
+    """Labels from a scoring judge and a FITTED calibration (superb.judges.studies.calibration): ``judge(pool)``
+    gives one superb.judges.records.Judgment per pair with label = calibration.apply(score) and the score kept in
     ``Judgment.score``. A pair without a score gets ``default_label`` (status "failed" for a failed call, else
     "default"), counted in ``stats["default_labels"]``. ``scores`` of the last call are kept (``last_scores``)."""
 

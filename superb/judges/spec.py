@@ -30,7 +30,7 @@ type = "deliberated"
 
 [[judge.variants]]                 # a SCORING judge (superb.judges.scoring): a preset, or type + template + reading;
 preset = "yesno_product"           # its score becomes a label through cut points fitted on the pool's DEV-split pairs
-                                   # (superb.judges.calibrated_run); needs a data set with individual ratings
+                                   # (superb.judges.studies.calibration_run); needs a data set with individual ratings
 [[judge.variants]]
 name = "ensemble"                  # the mean of earlier scoring variants' normalised scores, calibrated the same way
 type = "ensemble"
@@ -42,7 +42,7 @@ weights = "linear"                 # the weighted kappa the dev cut points maxim
 bootstrap = 1000                   # query-bootstrap resamples of every 95% interval
 folds = 5                          # dev cross-validation folds (the dev-cv rows)
 
-[pairwise_study]                   # optional: the "check twice" table (superb.judges.pairwise_study)
+[pairwise_study]                   # optional: the "check twice" table (superb.judges.studies.pairwise)
 n_pairs = 200                      # differently graded pairs of the selected queries, seeded sample
 seed = 0
 choices = ["forced", "allow neither"]   # generated forms, each asked in both orders: 2 calls per pair each
@@ -51,7 +51,7 @@ split = "test"                     # all (default): the selected queries | dev |
 grades = "final"                   # final: the combined grade of the individual ratings | qrels (default: final
                                    # when the data set has ratings)
 probability = true                 # also P(first preferred) from label probabilities in both orders
-                                   # (superb.judges.preference_study: precision/recall curve; 2 calls per pair)
+                                   # (superb.judges.studies.preference: precision/recall curve; 2 calls per pair)
 
 [agreement]
 rel = 2                            # threshold of the binary agreement (default: the data set's)
@@ -284,7 +284,8 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
 
 
 def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str, dict[str, Any]]:
-    """An ensemble variant: the mean of earlier SCORING variants' normalised scores (superb.judges.calibration)."""
+    """An ensemble variant: the mean of earlier SCORING variants' normalised scores
+    (superb.judges.studies.calibration)."""
     _keys(v, vpath, ENSEMBLE_KEYS, required={"type", "members"})
     vname = v.get("name", "ensemble")
     if not isinstance(vname, str) or not _NAME_RE.match(vname):

@@ -53,8 +53,8 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
     view in ``views`` (name -> qrels)."""
     from superb.judges.bootstrap import QueryBootstrap
     from superb.judges.pair_agreement import markdown_cells, markdown_header
-    from superb.judges.study import label_study
-    from superb.judges.study_run import _all_verdicts
+    from superb.judges.studies.label import label_study
+    from superb.judges.studies.label_run import _all_verdicts
 
     measures = study_measures(ev_measures, depth)
     if not measures:
