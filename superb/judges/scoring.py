@@ -38,7 +38,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.judges.judge import load_template, progress_bar, run_all
+from superb.judges.judge import load_template, progress_bar, query_groups, run_all
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
 from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, parse_yes_no
@@ -167,17 +167,9 @@ class ScoringJudge:
 
     def score_records(self, pool: pd.DataFrame) -> list[Scored]:
         """One record per distinct (qid, docno) of ``pool`` (columns qid, query, docno), grouped by query."""
-        missing = [c for c in ("qid", "query", "docno") if c not in pool.columns]
-        if missing:
-            raise ValueError(f"{self.name}: the pool lacks columns {missing}; found {list(pool.columns)}; "
-                             "expected qid, query, docno")
-        if pool.empty:
+        groups = query_groups(pool, self.name, self.stats)
+        if not groups:
             return []
-        pool = pool.astype({"qid": str, "docno": str})
-        dup = pool.duplicated(["qid", "docno"])
-        self.stats["duplicate_pairs"] += int(dup.sum())
-        pool = pool[~dup]
-        groups = [(q, str(g["query"].iloc[0]), g["docno"].tolist()) for q, g in pool.groupby("qid", sort=False)]
         results = run_all(self.llm, [self.ascore_query(q, text, docs) for q, text, docs in groups],
                           bar=progress_bar(len(groups), self.tag))
         return [r for per_query in results for r in per_query]
