@@ -94,6 +94,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from superb.data.splits import SPLITS
 from superb.errors import SpecError
 from superb.spec import check_keys, parse_queries, read_toml, typed
 
@@ -102,7 +103,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP = {"name", "description", "output", "seed", "dataset", "queries", "pool", "llm", "judge", "agreement",
         "pairwise_study", "label_study", "benchmark", "calibration"}
 CHOICES = ("forced", "allow neither")
-SPLITS = ("all", "dev", "test")
 GRADES = ("final", "qrels")
 CALIBRATION_WEIGHTS = ("linear", "quadratic", "none")
 NORMALISERS = ("rank", "minmax")
