@@ -39,7 +39,7 @@ def test_pairwise_only_spec_progress_margins_agreement_and_show(home, grades, ca
 
 def test_the_table_reads_a_small_models_margins():
     """All margins below 0.04: the fixed 0.05+ thresholds decided nothing; the margin quantiles do."""
-    from superb.judges.preference_study import RULES, at_thresholds, curve
+    from superb.judges.studies.preference import RULES, at_thresholds, curve
 
     rng = np.random.default_rng(0)
     human = np.where(rng.random(40) < 0.5, "A", "B")

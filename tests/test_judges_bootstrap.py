@@ -11,7 +11,7 @@ from scipy.stats import kendalltau
 from superb.judges.agreement import agreement_summary, fleiss_kappa
 from superb.judges.bootstrap import (QueryBootstrap, agreement_intervals, fleiss_intervals, kendall_tau_b,
                                      tau_intervals)
-from superb.judges.study import ranking_agreement
+from superb.judges.studies.label import ranking_agreement
 
 STATS = ("agreement", "kappa", "kappa_linear", "kappa_quadratic")
 

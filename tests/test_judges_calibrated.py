@@ -9,8 +9,9 @@ import pytest
 
 from superb.judges.agreement import agreement_summary, fleiss_kappa
 from superb.judges.bootstrap import QueryBootstrap
-from superb.judges.calibrated import calibrated_agreement, cross_validated_labels, format_markdown, write_study
-from superb.judges.calibration import Ensemble, KappaCutSearch
+from superb.judges.studies.calibration_agreement import (calibrated_agreement, cross_validated_labels, format_markdown,
+                                                        write_study)
+from superb.judges.studies.calibration import Ensemble, KappaCutSearch
 
 
 def split_by_name(qid: str) -> str:

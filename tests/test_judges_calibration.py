@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from superb.judges.agreement import cohen_kappa
-from superb.judges.calibration import (Ensemble, FixedCuts, KappaCutSearch, MinMaxNormaliser, RankNormaliser)
+from superb.judges.studies.calibration import (Ensemble, FixedCuts, KappaCutSearch, MinMaxNormaliser, RankNormaliser)
 
 
 def test_fixed_cuts_label_by_number_of_cuts_at_or_below_the_score():

@@ -169,3 +169,23 @@ def test_pairwise_study_from_a_spec_on_wands(home):
     assert table.loc[("name", "forced", "both"), "recall"] == 1.0
     assert table.loc[("class", "forced", "both"), "decided"] == 0  # "LHS" in both orders never agrees
     assert (home / "out" / "pairwise.md").read_text().count("| forced |") == 4
+
+
+@pytest.mark.parametrize("flag", [["--depth", "3"], ["--judge", "yesno_product"], ["--scope", "unjudged"],
+                                  ["--dev-sample", "4"]])
+def test_fill_options_without_fill_are_refused(home, capsys, flag):
+    spec = Path(__file__).parents[1] / "experiments" / "judges_chorus.toml"
+    assert main(["judge", str(spec), *flag, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]} only apply with --fill results/NAME" in err and "Traceback" not in err
+    assert not (home / "home").exists()  # refused before the spec's data or model is touched
+
+
+def test_label_study_n_resamples_is_read_and_checked():
+    base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"type": "pointwise"}}
+    spec = parse_judge_spec({**base, "label_study": {"runs": "results/r", "test": "randomization",
+                                                     "n_resamples": 500}})
+    assert spec.label_study.n_resamples == 500
+    assert parse_judge_spec({**base, "label_study": {"runs": "results/r"}}).label_study.n_resamples == 10_000
+    with pytest.raises(SpecError, match=r"label_study\.n_resamples: expected an integer of at least 100"):
+        parse_judge_spec({**base, "label_study": {"runs": "results/r", "n_resamples": 10}})

@@ -101,6 +101,16 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
         assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4"]) == 0
         assert srv.requests - reranker_requests == fill_requests and (out / "table.csv").read_text() + (
             out / "table_filled.csv").read_text() == before
+        # --out: the filled copy is written there and the folder itself is left byte for byte as it was
+        snapshot = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        copy = home / "results" / "fill_me_copy"
+        capsys.readouterr()
+        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4", "--out", str(copy)]) == 0
+        assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot
+        for name in ("llm_qrels.trec", "table_filled.csv", "label_study.csv"):
+            assert (copy / name).read_text() == (out / name).read_text(), name
+        assert srv.requests - reranker_requests == fill_requests
+        assert "Kendall's tau" in capsys.readouterr().out  # label_study.md printed from the copy
 
     assert fingerprint["judge"] == "yesno_product" and fingerprint["model"] == "fake-model"
     assert len(fingerprint["cuts"]) == 3 and fingerprint["templates"]["yesno_product"]
@@ -166,13 +176,23 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     # a view without a pair for some query (same pairs, when no human-judged product reaches any top 5) compares the
     # other queries only, and says so
     from superb.eval.measures import parse_measure
-    from superb.judges.fill_study import label_study_rows
+    from superb.judges.studies.fill import label_study_rows
 
     folder = read_folder(out)
     dropped = llm[llm["qid"] != TEST_QUERIES[0]].drop(columns="it")
     taus, _, _, sections = label_study_rows(folder, [parse_measure("nDCG@5")], {"same pairs": dropped}, 5, 50, 0)
     assert taus["n_queries"].tolist() == [len(TEST_QUERIES) - 1]
     assert f"{len(TEST_QUERIES) - 1} of the {len(TEST_QUERIES)} queries" in sections[0]
+    # the spec's [evaluation] n_resamples reaches the fill's tests: 10 draws (5 queries have 32 sign patterns, so the
+    # test draws rather than enumerates) give p = (count + 1) / 11 in the baseline and the pair tests alike
+    from dataclasses import replace
+
+    ev = replace(folder.spec.evaluation, test="randomization", n_resamples=10)
+    drawn = replace(folder, spec=replace(folder.spec, evaluation=ev))
+    _, verdicts10, pairs10, _ = label_study_rows(drawn, [parse_measure("nDCG@5")], {"llm": llm.drop(columns="it")},
+                                                 5, 50, 0)
+    p = pd.concat([pairs10["p_human"], pairs10["p_judge"]]).dropna()
+    assert len(p) == 6 and ((p * 11).round(9) % 1 == 0).all() and (p < 1).any()
     # "same pairs": the LLM labels of the human-judged pairs only, recomputed here; the order is by mean nDCG@5
     same = llm.merge(human[["qid", "docno"]]).rename(columns={"qid": "query_id", "docno": "doc_id",
                                                               "label": "relevance"})
@@ -231,3 +251,17 @@ def test_fill_with_the_real_05b(home, monkeypatch):
     assert fingerprint["model"] and counts["labelled"] == counts["targets"] > 0
     assert set(read_table(out)["view"]) == {"full", "condensed", "filled"}
     assert "llm_qrels.trec" in json.loads((out / "provenance.json").read_text())["files"]
+
+
+def test_fill_study_and_fill_inputs_do_not_import_the_fill_upward():
+    """superb.judges.fill imports studies/fill and fill_inputs; neither imports fill back, even inside a function."""
+    import ast
+    from pathlib import Path
+
+    import superb.judges
+
+    for name in ("studies/fill", "fill_inputs"):
+        tree = ast.parse((Path(superb.judges.__file__).parent / f"{name}.py").read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "superb.judges.fill_inputs" in imported or name == "fill_inputs"
+        assert "superb.judges.fill" not in imported, name

@@ -15,7 +15,7 @@ import pytest
 from fakeserver import FakeServer, Fault, Reply
 from superb.errors import SpecError
 from superb.judges.judge import DeliberatedJudge, ListwiseJudge, PairwiseJudge, PointwiseJudge, build_judge
-from superb.judges.parse import grade_distribution, parse_grade, parse_listwise
+from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
 from superb.judges.records import read_jsonl, status_counts, to_qrels, write_jsonl, write_qrels_trec
 from superb.llm import LLMClient, LLMConfig, TokenLogprob, Usage
 from tiny_dataset import TinyDataset

@@ -14,7 +14,7 @@ import pytest
 
 from fakeserver import FakeServer
 from superb.data import load_dataset
-from superb.judges.pairwise_study import PAIR_COLUMNS, format_table, pairwise_study, sample_pairs
+from superb.judges.studies.pairwise import PAIR_COLUMNS, format_table, pairwise_study, sample_pairs
 from superb.llm import LLMClient, LLMConfig, Usage
 
 

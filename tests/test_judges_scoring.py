@@ -185,7 +185,7 @@ def test_build_scoring_judge_rejects_unknown_presets_and_keys():
 
 
 def test_calibrated_judge_labels_pairs_with_fitted_cuts_and_counts_defaults(tmp_path):
-    from superb.judges.calibration import FixedCuts, KappaCutSearch
+    from superb.judges.studies.calibration import FixedCuts, KappaCutSearch
     from superb.judges.records import read_jsonl, write_jsonl
 
     ds = TinyDataset(TITLES, TOPICS)

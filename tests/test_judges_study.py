@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from superb.judges.study import label_study, ranking_agreement, verdict_flips
+from superb.judges.studies.label import label_study, ranking_agreement, verdict_flips
 
 QIDS = [f"q{i:02d}" for i in range(1, 13)]
 
@@ -69,3 +69,21 @@ def test_label_study_rows_follow_the_callers_measure_order():
     for measures in (["P@1", "nDCG@3", "P@2"], ["nDCG@3", "P@2", "P@1"]):
         study = label_study(runs, human, judge, measures, {"S1": "S3", "S2": "S3", "S3": None})
         assert study.tau["measure"].tolist() == measures
+
+
+def test_n_resamples_reaches_the_baseline_and_the_pair_tests():
+    from superb.eval.stats import paired_pvalue
+
+    runs = {"S1": run_ranking("d1"), "S2": run_ranking("d2"), "S3": run_ranking("d3")}
+    human, judge = qrels_relevant("d1", "q12"), qrels_relevant("d2", "q12")
+    baselines = {"S1": "S3", "S2": "S3", "S3": None}
+    exact = label_study(runs, human, judge, ["P@1"], baselines, test="randomization")  # 2**12 <= 10,000: exact
+    drawn = label_study(runs, human, judge, ["P@1"], baselines, test="randomization", n_resamples=100, seed=3)
+    pq = drawn.perquery[drawn.perquery["labels"] == "human"].pivot_table(index="qid", columns="system",
+                                                                           values="value")
+    want = paired_pvalue(pq["S1"].to_numpy(), pq["S3"].to_numpy(), "randomization", n_resamples=100, seed=3)
+    row = drawn.tables["human"].set_index("system").loc["S1"]
+    assert row["p"] == pytest.approx(want) and want * 101 == pytest.approx(round(want * 101))  # (count + 1) / 101
+    assert row["p"] != exact.tables["human"].set_index("system").loc["S1", "p"]
+    pair = drawn.pairs[(drawn.pairs["system"] == "S1") & (drawn.pairs["other"] == "S3")].iloc[0]
+    assert pair["p_human"] == pytest.approx(want)

@@ -21,15 +21,19 @@ def register(subparsers: Any) -> None:
                                                 "(and a label study), or build a benchmark ([benchmark] specs); "
                                                 "--fill results/NAME: LLM labels for a folder's unjudged products")
     judge.add_argument("spec", type=Path, nargs="?", help="a judge spec (TOML), e.g. experiments/judges_chorus.toml")
-    judge.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME from the spec)")
+    judge.add_argument("--out", type=Path, default=None,
+                       help="results folder (default: results/NAME from the spec); with --fill: write the filled "
+                            "copy there and leave the --fill folder unchanged (default: fill it in place)")
     judge.add_argument("--fill", type=Path, default=None, metavar="RESULTS",
                        help="a `superb run` results folder: label the products in every system's top ranks with a "
                             "calibrated judge, write llm_qrels.trec and the view \"filled\" into it")
-    judge.add_argument("--judge", default="yesno_product",
+    # the --fill options default to None so that giving one without --fill is refused (FILL_ONLY), not ignored
+    judge.add_argument("--judge", default=None,
                        help="with --fill: a scoring preset, or presets joined by '+' (an ensemble) "
                             "(default yesno_product)")
-    judge.add_argument("--depth", type=int, default=10, help="with --fill: label each system's top DEPTH (default 10)")
-    judge.add_argument("--scope", choices=("all", "unjudged"), default="all",
+    judge.add_argument("--depth", type=int, default=None,
+                       help="with --fill: label each system's top DEPTH (default 10)")
+    judge.add_argument("--scope", choices=("all", "unjudged"), default=None,
                        help="with --fill: label every top product (all, default: also gives the LLM-only label "
                             "study) or only those without a human label")
     judge.add_argument("--dev-sample", type=int, default=None, metavar="N",
@@ -44,6 +48,9 @@ def register(subparsers: Any) -> None:
     judge.set_defaults(func=_cmd_judge)
 
 
+FILL_ONLY = ("judge", "depth", "scope", "dev_sample")  # options that only a fill reads
+
+
 def _cmd_judge(args) -> int:
     from superb.errors import SuperbError
 
@@ -52,6 +59,11 @@ def _cmd_judge(args) -> int:
         raise SuperbError("superb judge: give a judge spec (superb judge SPEC) or --fill results/NAME, not both")
     if args.fill is not None:
         return _fill(args, mode)
+    stray = [f"--{name.replace('_', '-')}" for name in FILL_ONLY if getattr(args, name) is not None]
+    if stray:
+        raise SuperbError(f"superb judge {args.spec}: {', '.join(stray)} only apply with --fill results/NAME (the "
+                          "fill of a results folder); a judge spec sets its judges and pool in the spec itself: drop "
+                          f"{'them' if len(stray) > 1 else 'it'}, or give --fill instead of the spec")
     from superb.exit_codes import folder_usage, llm_exit_code
     from superb.judges.run import run_judge_spec
     from superb.judges.spec import load_judge_spec
@@ -79,10 +91,12 @@ def _cmd_judge(args) -> int:
 
 
 def _fill(args, mode: str) -> int:
-    from superb.judges.fill import FillOptions, fill
+    from superb.judges.fill import fill
+    from superb.judges.fill_inputs import FillOptions
 
-    options = FillOptions(judge=args.judge, depth=args.depth, scope=args.scope, dev_sample=args.dev_sample)
-    result = fill(args.fill, options, mode=mode)
+    given = {name: getattr(args, name) for name in FILL_ONLY if getattr(args, name) is not None}
+    options = FillOptions(**given)
+    result = fill(args.fill, options, mode=mode, out=args.out)
     if mode == "dry_run":
         return _print_dry_run(result["usage"], f"fill {args.fill}: {result['targets']} target pairs and "
                                                f"{result['dev_pairs']} dev pairs for the cut points")
@@ -91,7 +105,7 @@ def _fill(args, mode: str) -> int:
           f"{result['fingerprint']['judge']} ({counts['unjudged_labelled']} of {counts['unjudged']} unjudged); "
           f"statuses {counts['status']}")
     print(result["sentence"])
-    print((args.fill / "label_study.md").read_text(encoding="utf-8"))
+    print((Path(result["folder"]) / "label_study.md").read_text(encoding="utf-8"))
     from superb.exit_codes import llm_exit_code
 
     return llm_exit_code(result["llm_spec"], result["usage"])

@@ -14,7 +14,7 @@ then applied to the target pairs.
 
 Targets: every (query, product) in the top ``depth`` (default 10) of any system. ``scope = "all"`` (default) labels
 all of them, judged or not, so the LLM labels also form a complete LLM-only qrels set over those ranks (the label
-study: superb.judges.fill_study); ``"unjudged"`` labels only products without a human label.
+study: superb.judges.studies.fill); ``"unjudged"`` labels only products without a human label.
 
 Views: "filled" = the human qrels, plus the LLM label of every target pair WITHOUT a human label (human labels always
 win). A target pair the judge could not score (failed call; missing under --from-cache) gets no LLM label: it stays
@@ -34,7 +34,7 @@ it was):
                           <!-- views: superb judge --fill --> and <!-- end views --> (the section is replaced)
   label_study.md / .csv   Kendall's tau (query-bootstrap intervals) and the agreement on significantly different
                           pairs of systems (superb.judges.pair_agreement) under human vs LLM-only, same-pairs and
-                          filled labels (superb.judges.fill_study); label_study_verdicts.csv: every verdict against
+                          filled labels (superb.judges.studies.fill); label_study_verdicts.csv: every verdict against
                           a baseline under both; label_study_pairs.csv: every pair of systems under both
   responses.jsonl.gz      the folder's shipped responses plus the judge's (merged by key), so the folder re-derives
                           with zero calls after `superb responses replay`
@@ -47,66 +47,15 @@ from __future__ import annotations
 import json
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from superb.errors import DataError, SpecError
-
-SCOPES = ("all", "unjudged")
-LLM_QRELS, FINGERPRINT, LABELS_FILE, VIEWS_FILE = "llm_qrels.trec", "llm_qrels.json", "llm_labels.tsv", "views.md"
-README_BEGIN, README_END = "<!-- views: superb judge --fill -->", "<!-- end views -->"
-
-
-@dataclass(frozen=True)
-class FillOptions:
-    judge: str = "yesno_product"  # a preset, or presets joined by "+" (an ensemble)
-    depth: int = 10
-    scope: str = "all"
-    weights: str = "linear"
-    bootstrap: int = 1000
-    dev_sample: int | None = None  # fit the cut points on a seeded sample of this many dev queries (default: all)
-
-    def members(self) -> list[str]:
-        from superb.judges.scoring import PRESETS
-
-        names = [m.strip() for m in self.judge.split("+") if m.strip()]
-        unknown = [m for m in names if m not in PRESETS]
-        if not names or unknown or len(set(names)) != len(names):
-            raise SpecError("--judge", f"{self.judge!r}: give a preset of {sorted(PRESETS)} or several joined by "
-                                       "'+' (an ensemble), e.g. yesno_product+superb_product")
-        if self.depth < 1:
-            raise SpecError("--depth", f"expected a rank >= 1, found {self.depth}")
-        if self.dev_sample is not None and self.dev_sample < 2:
-            raise SpecError("--dev-sample", f"expected at least 2 dev queries, found {self.dev_sample}")
-        if self.scope not in SCOPES:
-            raise SpecError("--scope", f"{self.scope!r} is not one of {list(SCOPES)}")
-        return names
-
-
-@dataclass
-class Folder:
-    """A `superb run` results folder, read back: its spec, runs, topics, human qrels, usage and provenance."""
-
-    path: Path
-    provenance: dict[str, Any]
-    spec: Any
-    runs: dict[str, pd.DataFrame]
-    topics: pd.DataFrame
-    qrels: pd.DataFrame
-    usage: pd.DataFrame
-
-    def result(self):
-        """An ExperimentResult holding what evaluation needs (superb.results.evaluate / write_table)."""
-        from superb.experiment import ExperimentResult, PipelineResult
-
-        return ExperimentResult(spec=self.spec, topics=self.topics, qrels=self.qrels,
-                                pipelines={n: PipelineResult(n, r, 0.0) for n, r in self.runs.items()},
-                                dataset_provenance=self.provenance.get("dataset") or {},
-                                llm_info=self.provenance.get("llm"), timings={})
+from superb.errors import DataError
+from superb.judges.fill_inputs import FillOptions, Folder
+from superb.judges.studies.fill import write_fill
 
 
 def read_folder(path: str | Path) -> Folder:
@@ -154,11 +103,11 @@ def top_pairs(runs: dict[str, pd.DataFrame], depth: int) -> pd.DataFrame:
 
 
 class FittedJudge:
-    """A scoring judge, or the mean of several (superb.judges.calibration.Ensemble), with cut points fitted on dev
-    rated pairs. ``score(pool)`` -> qid, docno, score, status; ``fit(dev_pool, ratings)``; ``label(scores)``."""
+    """A scoring judge, or the mean of several (superb.judges.studies.calibration.Ensemble), with cut points fitted on
+    dev rated pairs. ``score(pool)`` -> qid, docno, score, status; ``fit(dev_pool, ratings)``; ``label(scores)``."""
 
     def __init__(self, members: list[str], *, llm: Any, dataset: Any, weights: str = "linear"):
-        from superb.judges.calibration import Ensemble, KappaCutSearch
+        from superb.judges.studies.calibration import Ensemble, KappaCutSearch
         from superb.judges.scoring import build_scoring_judge
 
         self.names = members
@@ -226,14 +175,19 @@ class FittedJudge:
                 "dev_kappa": c.dev_kappa, "stats": {m: dict(j.stats) for m, j in self.scorers.items()}}
 
 
-def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str = "live", llm: Any = None) -> dict:
+def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str = "live", llm: Any = None,
+         out: str | Path | None = None) -> dict:
     """Label the folder's targets and write the files of the module docstring (mode "live" or "from_cache"), or
-    only count the calls a live fill would make (mode "dry_run": returns ``usage``; nothing is written)."""
+    only count the calls a live fill would make (mode "dry_run": returns ``usage``; nothing is written). ``out``: write
+    the filled copy there and leave ``folder`` unchanged (default: fill ``folder`` in place)."""
+    from superb.atomic import check_replaceable
     from superb.data import load_dataset
     from superb.llm.connect import open_for_spec
 
     t0 = time.perf_counter()
     members = options.members()
+    if out is not None:
+        check_replaceable(Path(out))  # before any call is paid for
     f = read_folder(folder)
     dataset = load_dataset(f.spec.dataset, path="dataset")
     ratings = dataset.ratings()
@@ -269,11 +223,9 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
     fingerprint = judge.fingerprint(info.get("model"))
     fingerprint.update({"depth": options.depth, "scope": options.scope, "dev_sample": options.dev_sample,
                         "counts": _counts(targets)})
-    from superb.judges.fill_study import write_fill
-
     return write_fill(f, targets, fingerprint, {"mode": mode, "llm": info, "usage": usage,
                                                 "seconds": round(time.perf_counter() - t0, 2)},
-                      log=log, options=options)
+                      log=log, options=options, out=out)
 
 
 def dev_pairs(dataset: Any, sample: int | None, seed: int = 0) -> pd.DataFrame:

@@ -12,7 +12,7 @@ counted, and the table covers the scored pairs. Run it while a fill is still goi
     python -m superb.judges.from_cache --judges yesno_product,superb_product --ensemble yesno_product+superb_product
 
 From Python: ``scores = score_from_cache(["yesno_product"], dataset, pool, cache_path=..., model=...)`` and then
-``superb.judges.calibrated.calibrated_agreement(scores, dataset.ratings())``.
+``superb.judges.studies.calibration_agreement.calibrated_agreement(scores, dataset.ratings())``.
 
 Pool: every pair with individual ratings (Chorus: 3,188 pairs; 842 of dev queries, 2,346 of test queries), the query
 text from the data set's topics, the product text the title cut to 64 tokens (ProductText defaults), model the
@@ -127,8 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from superb.data import load_dataset
     from superb.judges.bootstrap import QueryBootstrap
-    from superb.judges.calibrated import calibrated_agreement, format_markdown, write_study
-    from superb.judges.calibration import Ensemble
+    from superb.judges.studies.calibration_agreement import calibrated_agreement, format_markdown, write_study
+    from superb.judges.studies.calibration import Ensemble
 
     judges = [j.strip() for j in args.judges.split(",") if j.strip()]
     unknown = [j for j in judges if j not in PRESETS]

@@ -30,10 +30,10 @@ import pandas as pd
 
 from superb.errors import SpecError
 from superb.spec import check_keys
-from superb.judges.parse import grade_distribution, parse_grade, parse_listwise
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
-from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, pairwise_study import run_all here)
+from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
+from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, studies.pairwise import run_all here)
 from superb.llm.types import ChatRequest, Completion
 
 
@@ -82,17 +82,9 @@ class Judge:
         by query (queries in order of first appearance, products in pool order). ``max_tokens`` of the constructor is
         the product-text budget (ProductText), not the answer length. Repeated pairs are judged once and counted
         in ``stats["duplicate_pairs"]``."""
-        missing = [c for c in ("qid", "query", "docno") if c not in pool.columns]
-        if missing:
-            raise ValueError(f"{type(self).__name__}.judge: the pool lacks columns {missing}; "
-                             f"found {list(pool.columns)}; expected qid, query, docno")
-        if pool.empty:
+        groups = query_groups(pool, f"{type(self).__name__}.judge", self.stats)
+        if not groups:
             return []
-        pool = pool.astype({"qid": str, "docno": str})
-        dup = pool.duplicated(["qid", "docno"])
-        self.stats["duplicate_pairs"] += int(dup.sum())
-        pool = pool[~dup]
-        groups = [(qid, str(g["query"].iloc[0]), g["docno"].tolist()) for qid, g in pool.groupby("qid", sort=False)]
         results = run_all(self.llm, [self.ajudge_query(q, text, docs) for q, text, docs in groups],
                           bar=progress_bar(len(groups), self.tag))  # a bar on every phase that calls the model
         out = [j for per_query in results for j in per_query]
@@ -298,6 +290,22 @@ JUDGES = {c.kind: c for c in (PointwiseJudge, DeliberatedJudge, ListwiseJudge, P
 _COMMON = ("type", "fields", "max_tokens", "default_label", "template")
 _EXTRA = {"pointwise": (), "deliberated": ("ideal_template", "ideal_max_tokens"), "listwise": ("window",),
           "pairwise": ("allow_neither", "both_orders", "opponents", "max_pairs", "seed")}
+
+
+def query_groups(pool: pd.DataFrame, who: str, stats: Counter) -> list[tuple[str, str, list[str]]]:
+    """(qid, query, docnos) per query of ``pool`` (columns qid, query, docno), queries in order of first appearance,
+    products in pool order; a repeated (qid, docno) is kept once and counted in ``stats["duplicate_pairs"]``."""
+    missing = [c for c in ("qid", "query", "docno") if c not in pool.columns]
+    if missing:
+        raise ValueError(f"{who}: the pool lacks columns {missing}; found {list(pool.columns)}; expected qid, query, "
+                         "docno")
+    if pool.empty:
+        return []
+    pool = pool.astype({"qid": str, "docno": str})
+    dup = pool.duplicated(["qid", "docno"])
+    stats["duplicate_pairs"] += int(dup.sum())
+    pool = pool[~dup]
+    return [(qid, str(g["query"].iloc[0]), g["docno"].tolist()) for qid, g in pool.groupby("qid", sort=False)]
 
 
 def build_judge(options: dict, *, llm: Any, dataset: Any, path: str = "judge") -> Judge:

@@ -1,7 +1,7 @@
 """Do two label sets draw the same conclusions about PAIRS of systems?
 
-Kendall's tau (superb.judges.study.ranking_agreement) weighs every pair of systems alike, so with many systems within
-noise of each other (a first stage and its light rerankings) it mostly measures how those near-ties fall. What a
+Kendall's tau (superb.judges.studies.label.ranking_agreement) weighs every pair of systems alike, so with many
+systems within noise of each other (a first stage and its light rerankings) it mostly measures how those near-ties fall. What a
 researcher concludes from a table is narrower: "system X is significantly better than system Y". Here every pair of
 systems is tested under each label set (the spec's paired test over the same queries, one correction family per
 label set and measure: all pairs), and the conclusions are compared:
@@ -29,7 +29,7 @@ import pandas as pd
 
 
 def pair_verdicts(perquery: pd.DataFrame, *, test: str = "t", correction: str = "holm", alpha: float = 0.05,
-                  seed: int = 0) -> pd.DataFrame:
+                  seed: int = 0, n_resamples: int = 10_000) -> pd.DataFrame:
     """Every pair of systems per measure (columns system, other, measure, delta, p, p_corrected, verdict), from
     per-query values (system, qid, measure, value). ``delta`` = mean(system) - mean(other); verdict "better" /
     "worse" (for ``system``) when the corrected p is at most ``alpha``, else "n.s." (also when all values tie)."""
@@ -44,7 +44,8 @@ def pair_verdicts(perquery: pd.DataFrame, *, test: str = "t", correction: str = 
                              "needs every system on every query")
         means = wide.mean()
         pairs = list(combinations(pd.unique(frame["system"]), 2))
-        p = np.array([paired_pvalue(wide[s].to_numpy(), wide[o].to_numpy(), test, seed=seed) for s, o in pairs])
+        p = np.array([paired_pvalue(wide[s].to_numpy(), wide[o].to_numpy(), test, seed=seed,
+                                    n_resamples=n_resamples) for s, o in pairs])
         corrected, reject = correct(p, correction, alpha)
         for (s, o), raw, adj, rej in zip(pairs, p, corrected, reject):
             delta = float(means[s] - means[o])
@@ -56,12 +57,13 @@ def pair_verdicts(perquery: pd.DataFrame, *, test: str = "t", correction: str = 
 
 def pair_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Sequence[str] = ("a", "b"), *,
                    test: str = "t", correction: str = "holm", alpha: float = 0.05, seed: int = 0,
-                   judge_ranked: Collection[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   n_resamples: int = 10_000, judge_ranked: Collection[str] | None = None
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary per measure, every pair with both verdicts) of the same systems evaluated under two label sets; see
     the module doc for the summary's columns (the self-preference ones only with ``judge_ranked``)."""
     a_name, b_name = names
-    va = pair_verdicts(perquery_a, test=test, correction=correction, alpha=alpha, seed=seed)
-    vb = pair_verdicts(perquery_b, test=test, correction=correction, alpha=alpha, seed=seed)
+    tests = dict(test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples)
+    va, vb = pair_verdicts(perquery_a, **tests), pair_verdicts(perquery_b, **tests)
     both = va.merge(vb, on=["system", "other", "measure"], how="outer", suffixes=(f"_{a_name}", f"_{b_name}"),
                     indicator=True)
     if (both["_merge"] != "both").any():

@@ -5,7 +5,8 @@ write results/NAME/:
                                  set has ratings), plus the human ceiling on the judged pairs and on all rated pairs
   agreement_calibrated.md / .csv, coverage.csv, calibration.json, VARIANT/scores.tsv, labels.tsv, confusion_*.png
                                  the scoring variants (presets, ensembles): cut points fitted on the dev pairs, agreement
-                                 on the test pairs with bootstrap intervals, coverage (superb.judges.calibrated_run)
+                                 on the test pairs with bootstrap intervals, coverage
+                                 (superb.judges.studies.calibration_run)
   VARIANT/qrels.trec             the variant's labels (TREC qrels)
   VARIANT/judgments.jsonl        one Judgment record per pair (label, confidence, raw answer, template id, status)
   VARIANT/confusion.png          heatmap: human label x judge label
@@ -13,9 +14,9 @@ write results/NAME/:
   pool.tsv                       the judged pairs (qid, query, docno)
   pairwise.md / .csv, pairwise_pairs.tsv, pairwise_decisions.jsonl   with [pairwise_study]: the check-twice table;
   pairwise_probability.csv, pairwise_curve.csv, pairwise_pr.png   with probability = true: the precision/recall curve
-                                 of P(first preferred) (superb.judges.preference_study)
+                                 of P(first preferred) (superb.judges.studies.preference)
   label_study.md / .csv, label_study_verdicts.csv   with [label_study]: system orderings and significance verdicts
-                                 under the human vs each judge's labels (superb.judges.study_run)
+                                 under the human vs each judge's labels (superb.judges.studies.label_run)
   responses.jsonl.gz             the LLM answers the study used (superb.llm.ship): `superb responses replay`
   provenance.json                spec, data set provenance, LLM description, template ids, counts and judge stats,
                                  the mode (live | from_cache) and the shipped responses' summary
@@ -113,7 +114,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None, mod
     if pool.empty:
         raise DataError("the pool is empty: the selected queries have no pairs to judge; check [queries] and [pool]")
     if spec.scoring:
-        from superb.judges.calibrated_run import check_pool, split_pool
+        from superb.judges.studies.calibration_run import check_pool, split_pool
 
         check_pool(split_pool(pool), ratings, dataset.name)  # before any call
     if mode == "dry_run":
@@ -136,7 +137,7 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
     systems = None
     if spec.label_study is not None:  # read or run the systems first: a bad [label_study] fails before any LLM call
         from superb.eval.measures import parse_measures
-        from superb.judges.study_run import study_systems
+        from superb.judges.studies.label_run import study_systems
 
         parse_measures(list(spec.label_study.measures), rel=rel, path="label_study.measures")
         systems = study_systems(spec.label_study, dataset, topics)
@@ -153,7 +154,7 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
         for _, judge in generated:
             _check_scale(judge.labels, dataset.labels, spec.label_map)
         if spec.scoring:
-            from superb.judges.calibrated_run import run_scoring
+            from superb.judges.studies.calibration_run import run_scoring
 
             scored = run_scoring(spec, dataset, llm, pool, out, model=llm_info.get("model"))
             labelled.update({k: v for k, v in scored.pop("labelled").items() if v})
@@ -204,7 +205,7 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
              f"binary threshold {rel}.\n\n"
     (out / "agreement.md").write_text(header + (format_markdown(table) if len(table) else ""), encoding="utf-8")
     if spec.label_study is not None:
-        from superb.judges.study_run import run_label_study
+        from superb.judges.studies.label_run import run_label_study
 
         if labelled:
             variants["label_study"] = run_label_study(spec.label_study, systems, topics=topics, pool=pool,
@@ -252,11 +253,11 @@ def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, ll
 def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out: Path) -> dict:
     """The pairwise study on pairs of the selected queries (of [pairwise_study] split): the generated forms' table
     (pairwise.md / pairwise.csv / pairwise_decisions.jsonl) and, with probability = true, the precision/recall curve
-    of P(first preferred) (superb.judges.preference_study: pairwise_probability.csv, pairwise_curve.csv,
+    of P(first preferred) (superb.judges.studies.preference: pairwise_probability.csv, pairwise_curve.csv,
     pairwise_pr.png); the pairs in pairwise_pairs.tsv."""
-    from superb.judges.pairwise_study import (default_field_sets, format_table, given_pairs, pairwise_study,
+    from superb.judges.studies.pairwise import (default_field_sets, format_table, given_pairs, pairwise_study,
                                               sample_pairs)
-    from superb.judges.preference_study import (CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot,
+    from superb.judges.studies.preference import (CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot,
                                                 probability_study)
 
     opts = spec.pairwise

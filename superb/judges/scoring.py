@@ -12,7 +12,8 @@ How an answer becomes a score is a ``Reading`` (a strategy):
   position offering a grade token, renormalised over the grades (0..3): a score in [0, 3].
 - ``YesProbability``: P(yes) renormalised over {yes, no}: a score in [0, 1].
 
-A score is not a label: superb.judges.calibration turns scores into labels 0..3 with cut points chosen on dev pairs.
+A score is not a label: superb.judges.studies.calibration turns scores into labels 0..3 with cut points chosen on
+dev pairs.
 
 Every pair gets a ``Scored`` record whose status says how its score was obtained, and every fallback is counted in
 ``judge.stats``:
@@ -37,11 +38,10 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.judges.judge import load_template, progress_bar, run_all
-from superb.judges.parse import parse_grade
+from superb.judges.judge import load_template, progress_bar, query_groups, run_all
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
-from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_yes_no
+from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, parse_yes_no
 from superb.llm.types import ChatRequest, Completion
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
@@ -167,17 +167,9 @@ class ScoringJudge:
 
     def score_records(self, pool: pd.DataFrame) -> list[Scored]:
         """One record per distinct (qid, docno) of ``pool`` (columns qid, query, docno), grouped by query."""
-        missing = [c for c in ("qid", "query", "docno") if c not in pool.columns]
-        if missing:
-            raise ValueError(f"{self.name}: the pool lacks columns {missing}; found {list(pool.columns)}; "
-                             "expected qid, query, docno")
-        if pool.empty:
+        groups = query_groups(pool, self.name, self.stats)
+        if not groups:
             return []
-        pool = pool.astype({"qid": str, "docno": str})
-        dup = pool.duplicated(["qid", "docno"])
-        self.stats["duplicate_pairs"] += int(dup.sum())
-        pool = pool[~dup]
-        groups = [(q, str(g["query"].iloc[0]), g["docno"].tolist()) for q, g in pool.groupby("qid", sort=False)]
         results = run_all(self.llm, [self.ascore_query(q, text, docs) for q, text, docs in groups],
                           bar=progress_bar(len(groups), self.tag))
         return [r for per_query in results for r in per_query]
@@ -293,8 +285,8 @@ def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: 
 
 
 class CalibratedJudge:
-    """Labels from a scoring judge and a FITTED calibration (superb.judges.calibration): ``judge(pool)`` gives one
-    superb.judges.records.Judgment per pair with label = calibration.apply(score) and the score kept in
+    """Labels from a scoring judge and a FITTED calibration (superb.judges.studies.calibration): ``judge(pool)``
+    gives one superb.judges.records.Judgment per pair with label = calibration.apply(score) and the score kept in
     ``Judgment.score``. A pair without a score gets ``default_label`` (status "failed" for a failed call, else
     "default"), counted in ``stats["default_labels"]``. ``scores`` of the last call are kept (``last_scores``)."""
 

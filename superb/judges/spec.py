@@ -30,7 +30,7 @@ type = "deliberated"
 
 [[judge.variants]]                 # a SCORING judge (superb.judges.scoring): a preset, or type + template + reading;
 preset = "yesno_product"           # its score becomes a label through cut points fitted on the pool's DEV-split pairs
-                                   # (superb.judges.calibrated_run); needs a data set with individual ratings
+                                   # (superb.judges.studies.calibration_run); needs a data set with individual ratings
 [[judge.variants]]
 name = "ensemble"                  # the mean of earlier scoring variants' normalised scores, calibrated the same way
 type = "ensemble"
@@ -42,7 +42,7 @@ weights = "linear"                 # the weighted kappa the dev cut points maxim
 bootstrap = 1000                   # query-bootstrap resamples of every 95% interval
 folds = 5                          # dev cross-validation folds (the dev-cv rows)
 
-[pairwise_study]                   # optional: the "check twice" table (superb.judges.pairwise_study)
+[pairwise_study]                   # optional: the "check twice" table (superb.judges.studies.pairwise)
 n_pairs = 200                      # differently graded pairs of the selected queries, seeded sample
 seed = 0
 choices = ["forced", "allow neither"]   # generated forms, each asked in both orders: 2 calls per pair each
@@ -51,7 +51,7 @@ split = "test"                     # all (default): the selected queries | dev |
 grades = "final"                   # final: the combined grade of the individual ratings | qrels (default: final
                                    # when the data set has ratings)
 probability = true                 # also P(first preferred) from label probabilities in both orders
-                                   # (superb.judges.preference_study: precision/recall curve; 2 calls per pair)
+                                   # (superb.judges.studies.preference: precision/recall curve; 2 calls per pair)
 
 [agreement]
 rel = 2                            # threshold of the binary agreement (default: the data set's)
@@ -68,6 +68,7 @@ condensed = true                   # default: unjudged documents are removed fro
                                    # the pool); false: they count as non-relevant
 test = "t"                         # t | wilcoxon | randomization;  correction = "holm" | "bonferroni" | "none"
 alpha = 0.05
+n_resamples = 10000                # default: the randomization test's resamples (>= 100)
 ```
 
 A BENCHMARK spec instead builds a small superlative benchmark (superb.judges.benchmark.build_benchmark) from the
@@ -93,6 +94,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from superb.data.splits import SPLITS
 from superb.errors import SpecError
 from superb.spec import check_keys, parse_queries, read_toml, typed
 
@@ -105,7 +107,7 @@ GRADES = ("final", "qrels")
 CALIBRATION_WEIGHTS = ("linear", "quadratic", "none")
 NORMALISERS = ("rank", "minmax")
 ENSEMBLE_KEYS = {"name", "type", "members", "normaliser"}
-LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha"}
+LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha", "n_resamples"}
 LABEL_STUDY_MEASURES = ("nDCG@10", "P@10")
 BENCHMARK_KEYS = {"depth", "engine", "model", "pool_query", "judge", "docs", "rel_threshold"}
 BENCHMARK_DOCS = ("reference", "copy")
@@ -129,6 +131,7 @@ class LabelStudySpec:
     test: str = "t"
     correction: str = "holm"
     alpha: float = 0.05
+    n_resamples: int = 10_000  # of the randomization test, as [evaluation] n_resamples
 
 
 @dataclass(frozen=True)
@@ -281,7 +284,8 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
 
 
 def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str, dict[str, Any]]:
-    """An ensemble variant: the mean of earlier SCORING variants' normalised scores (superb.judges.calibration)."""
+    """An ensemble variant: the mean of earlier SCORING variants' normalised scores
+    (superb.judges.studies.calibration)."""
     _keys(v, vpath, ENSEMBLE_KEYS, required={"type", "members"})
     vname = v.get("name", "ensemble")
     if not isinstance(vname, str) or not _NAME_RE.match(vname):
@@ -411,10 +415,14 @@ def _parse_label_study(table: Any) -> LabelStudySpec:
     alpha = table.get("alpha", 0.05)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise SpecError(f"{path}.alpha", f"expected a number between 0 and 1, found {alpha!r}")
+    n_resamples = table.get("n_resamples", 10_000)
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
+        raise SpecError(f"{path}.n_resamples", f"expected an integer of at least 100 (as [evaluation] n_resamples), "
+                                               f"found {n_resamples!r}")
     return LabelStudySpec(runs=table.get("runs"), select=_str_list(table, "select", path), systems=tuple(systems),
                           measures=_str_list(table, "measures", path) or LABEL_STUDY_MEASURES,
                           condensed=table.get("condensed", True), test=table.get("test", "t"),
-                          correction=table.get("correction", "holm"), alpha=float(alpha))
+                          correction=table.get("correction", "holm"), alpha=float(alpha), n_resamples=n_resamples)
 
 
 def _parse_benchmark(table: Any) -> BenchmarkSpec:

@@ -4,8 +4,8 @@ A spec's scoring variants (a ``preset`` of superb.judges.scoring.PRESETS, or typ
 ``type = "ensemble"`` over earlier ones) each score every pool pair from label probabilities. The pool's pairs are
 split by query (superb.data.splits.split_of); the cut points that turn a score into a label 0..3 are fitted on the
 DEV pairs (maximising [calibration] weights' kappa against the combined human label) and applied unchanged to the
-TEST pairs, which are reported: superb.judges.calibrated.calibrated_agreement, with query-bootstrap intervals, against
-the combined label and each rater, beside the human ceiling on the same pairs.
+TEST pairs, which are reported: superb.judges.studies.calibration_agreement.calibrated_agreement, with
+query-bootstrap intervals, against the combined label and each rater, beside the human ceiling on the same pairs.
 
 ORDER: the judges run one after the other in the spec's order (the priority order), each over every pool pair, the
 dev pairs' queries first (calibration needs them before the test pairs mean anything). An interrupted run loses no
@@ -40,7 +40,7 @@ SPLIT_ORDER = {"dev": 0, "test": 1}
 
 def build_scorers(variants, *, llm: Any, dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(scoring judges by name, ensembles by name), all built before any call, so a bad option fails first."""
-    from superb.judges.calibration import Ensemble
+    from superb.judges.studies.calibration import Ensemble
     from superb.judges.scoring import build_scoring_judge
 
     judges, ensembles = {}, {}
@@ -75,8 +75,8 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
     """Score the pool with every scoring variant, calibrate on dev, report on test; write the files of the module
     docstring. Returns what provenance.json records, and the test labels as Judgment records (``labelled``)."""
     from superb.judges.bootstrap import QueryBootstrap
-    from superb.judges.calibrated import calibrated_agreement, write_study
-    from superb.judges.calibration import KappaCutSearch
+    from superb.judges.studies.calibration_agreement import calibrated_agreement, write_study
+    from superb.judges.studies.calibration import KappaCutSearch
 
     ratings = dataset.ratings()
     pool = split_pool(pool)

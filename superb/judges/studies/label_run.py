@@ -112,7 +112,7 @@ def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame,
     """Evaluate ``systems`` (from :func:`study_systems`) under the human and each variant's labels; write
     label_study.md/.csv (see the module docstring)."""
     from superb.eval.measures import parse_measures
-    from superb.judges.study import label_study
+    from superb.judges.studies.label import label_study
 
     measures = parse_measures(list(ls.measures), rel=rel, path="label_study.measures")
     runs, baselines, info = systems
@@ -125,7 +125,8 @@ def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame,
         queries = sorted(set(h["qid"]) & set(topics["qid"].astype(str)))
         _check_coverage(runs, queries, info)
         study = label_study(runs, h, j, measures, baselines, names=("human", "judge"), queries=queries,
-                            condensed=ls.condensed, test=ls.test, correction=ls.correction, alpha=ls.alpha)
+                            condensed=ls.condensed, test=ls.test, correction=ls.correction, alpha=ls.alpha,
+                            n_resamples=ls.n_resamples)
         every = _all_verdicts(study)
         for r in study.tau.to_dict("records"):
             tested = every[every["measure"] == r["measure"]]
@@ -171,7 +172,7 @@ def _check_coverage(runs: Mapping[str, pd.DataFrame], queries: Sequence[str], in
 
 
 def _all_verdicts(study) -> pd.DataFrame:
-    from superb.judges.study import verdict_flips
+    from superb.judges.studies.label import verdict_flips
 
     every = verdict_flips(study.tables["human"], study.tables["judge"], ("human", "judge"), only_flips=False)
     every = every[every["verdict_human"].ne("") | every["verdict_judge"].ne("")]

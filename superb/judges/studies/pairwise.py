@@ -157,7 +157,7 @@ def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,
 
     missing = [c for c in PAIR_COLUMNS if c not in pairs.columns]
     if missing:
-        raise ValueError(f"pairs lack columns {missing}; build them with superb.judges.pairwise_study.sample_pairs")
+        raise ValueError(f"pairs lack columns {missing}; build them with superb.judges.studies.pairwise.sample_pairs")
     bad = [c for c in choices if c not in ("forced", "allow neither")]
     if bad or not choices:
         raise ValueError(f"choices {list(choices)} must be a non-empty subset of ['forced', 'allow neither']")

@@ -5,8 +5,8 @@ human ratings (qid, docno, rater_1..rater_m, final):
 
 1. split the rated pairs by query (superb.data.splits.split_of: dev / test); pairs without a score (unparseable,
    failed, not in the cache) are left out and counted (``unscored``);
-2. calibration (default superb.judges.calibration.KappaCutSearch: linear-weighted kappa against the COMBINED label
-   ``final``) is fitted on the dev pairs and applied unchanged to the test pairs;
+2. calibration (default superb.judges.studies.calibration.KappaCutSearch: linear-weighted kappa against the
+   COMBINED label ``final``) is fitted on the dev pairs and applied unchanged to the test pairs;
 3. on the test pairs: exact agreement and Cohen's kappa (unweighted, linear, quadratic), each with a 95% interval
    from resampling test queries (superb.judges.bootstrap), against the combined label and against each rater;
    per-label precision/recall and confusion tables for each of those;
@@ -39,7 +39,7 @@ import pandas as pd
 
 from superb.judges.agreement import LABELS, OTHERS, confusion_matrix, others_consensus, per_label
 from superb.judges.bootstrap import QueryBootstrap, agreement_intervals, fleiss_intervals
-from superb.judges.calibration import Ensemble, KappaCutSearch
+from superb.judges.studies.calibration import Ensemble, KappaCutSearch
 
 STATS = ("agreement", "kappa", "kappa_linear", "kappa_quadratic")
 FINAL = "final"

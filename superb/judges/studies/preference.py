@@ -1,6 +1,6 @@
 """Pairwise judging by probabilities: a precision/recall curve as the decision threshold moves.
 
-For each pair (products a and b of one query whose human grades differ; superb.judges.pairwise_study.sample_pairs),
+For each pair (products a and b of one query whose human grades differ; superb.judges.studies.pairwise.sample_pairs),
 the model is asked in BOTH orders with a one-token label request (superb.llm.preference.PairwisePreference, template
 ``pairwise_ab``), and each order gives P(a preferred):
 
@@ -22,7 +22,7 @@ out (every distinct margin), so it is exact, not sampled. A pair an order of whi
 letter among the top logprobs and none generated) is never decided, and counted.
 
 The generated forms (forced choice, allow-neither, each in one order and with the swapped-order check;
-superb.judges.pairwise_study) are points on the same plot.
+superb.judges.studies.pairwise) are points on the same plot.
 
 COST per pair and field set: the probability form 2 one-token label requests; each generated form 2 short generated
 answers (both orders; the one-order point reads the first).
@@ -81,7 +81,7 @@ def ask_preferences(dataset: Any, llm: Any, pairs: pd.DataFrame, fields: Sequenc
     and the human side. Returns (frame, the PairwisePreference's stats and template id). ``bar``: a progress bar
     advanced once per pair."""
     from superb.judges.judge import run_all
-    from superb.judges.pairwise_study import _ticking
+    from superb.judges.studies.pairwise import _ticking
     from superb.llm.preference import PairwisePreference
 
     pref = PairwisePreference(llm, template, both_orders=True, fields=tuple(fields), max_chars=max_chars,
@@ -195,7 +195,7 @@ def pr_plot(full: pd.DataFrame, generated: pd.DataFrame | None, path: str | Path
 def probability_study(dataset: Any, llm: Any, pairs: pd.DataFrame,
                       field_sets: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """(per-pair readings, full curves) over every field set and rule, and info (template, stats per field set)."""
-    from superb.judges.pairwise_study import progress_bar
+    from superb.judges.studies.pairwise import progress_bar
 
     readings, curves, info = [], [], {}
     bar = progress_bar(len(field_sets) * len(pairs))  # the same bar as the generated forms' (issue 23.10)

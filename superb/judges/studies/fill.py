@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from superb.judges.fill import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE, Folder,
-                                FillOptions)
+from superb.judges.fill_inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE,
+                                       Folder, FillOptions)
 from superb.provenance import record_code
 
 FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
@@ -53,8 +53,8 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
     view in ``views`` (name -> qrels)."""
     from superb.judges.bootstrap import QueryBootstrap
     from superb.judges.pair_agreement import markdown_cells, markdown_header
-    from superb.judges.study import label_study
-    from superb.judges.study_run import _all_verdicts
+    from superb.judges.studies.label import label_study
+    from superb.judges.studies.label_run import _all_verdicts
 
     measures = study_measures(ev_measures, depth)
     if not measures:
@@ -71,7 +71,8 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
         kept = [q for q in queries if q in labelled]
         study = label_study(folder.runs, folder.qrels, qrels, measures, folder.spec.baselines,
                             names=("human", "judge"), queries=kept, test=ev.test, correction=ev.correction,
-                            alpha=ev.alpha, seed=folder.spec.seed, bootstrap=QueryBootstrap(bootstrap, seed=seed),
+                            alpha=ev.alpha, seed=folder.spec.seed, n_resamples=ev.n_resamples,
+                            bootstrap=QueryBootstrap(bootstrap, seed=seed),
                             judge_ranked=judge_ranked)
         every = _all_verdicts(study)
         taus.append(study.tau.assign(labels=name, n_queries=len(kept)))
@@ -96,16 +97,18 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
 
 
 def write_fill(folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: dict, *, log: Any,
-               options: FillOptions) -> dict:
-    """Write the fill's files into a copy of the folder and swap it in (superb.atomic: a failure or Ctrl-C leaves the
-    folder as it was)."""
+               options: FillOptions, out: str | Path | None = None) -> dict:
+    """Write the fill's files into a copy of the folder and swap it in at ``out`` (default: the folder itself;
+    superb.atomic: a failure or Ctrl-C leaves the target as it was)."""
     import shutil
 
     from superb.atomic import replacing
 
-    with replacing(folder.path) as tmp:
+    target = Path(out) if out is not None else folder.path
+    with replacing(target) as tmp:
         shutil.copytree(folder.path, tmp, dirs_exist_ok=True)
-        return _write_into(tmp, folder, targets, fingerprint, run, log=log, options=options)
+        return {**_write_into(tmp, folder, targets, fingerprint, run, log=log, options=options),
+                "folder": str(target)}
 
 
 def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: dict, *, log: Any,
@@ -176,7 +179,8 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     provenance["files"] = sorted({*files, "provenance.json"})
     _write_text(out / "provenance.json", json.dumps(provenance, indent=2, default=str))
-    return {"folder": str(folder.path), "usage": run["usage"], "llm_spec": folder.spec.llm, "fingerprint": fingerprint, "table": ev.table, "sentence": sentence,
+    return {"usage": run["usage"], "llm_spec": folder.spec.llm, "fingerprint": fingerprint, "table": ev.table,
+            "sentence": sentence,
             "label_study": taus, "verdicts": verdicts, "filled": filled, "llm": llm}
 
 

@@ -101,11 +101,13 @@ def verdict_flips(table_a: pd.DataFrame, table_b: pd.DataFrame, names: Sequence[
 def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b: pd.DataFrame, measures,
                 baselines: Mapping[str, str | None], *, names: Sequence[str] = ("human", "judge"),
                 queries: Sequence[str] | None = None, condensed: bool = False, test: str = "t",
-                correction: str = "holm", alpha: float = 0.05, seed: int = 0, bootstrap=None,
+                correction: str = "holm", alpha: float = 0.05, seed: int = 0, n_resamples: int = 10_000,
+                bootstrap=None,
                 judge_ranked: Sequence[str] | None = None) -> LabelStudy:
     """Evaluate ``runs`` (system -> run frame) under both qrels on one topic set (default: queries judged in both),
     test each system against ``baselines[system]`` under each, and compare orderings and verdicts (against the
-    baselines, and between every pair of systems: superb.judges.pair_agreement). ``bootstrap``
+    baselines, and between every pair of systems: superb.judges.pair_agreement); ``test``, ``n_resamples`` (of the
+    randomization test) and ``seed`` reach both. ``bootstrap``
     (superb.judges.bootstrap.QueryBootstrap) adds 95% intervals for Kendall's tau (tau_low, tau_high).
     ``judge_ranked``: the systems the judge's own model ranked, for the self-preference counts of the pair agreement."""
     from superb.eval.evaluate import View, families, per_query, significance
@@ -123,13 +125,13 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
     runs = {s: r[r["qid"].astype(str).isin(set(topic))] for s, r in runs.items()}
     views = [View(names[0], qrels_a, condensed), View(names[1], qrels_b, condensed)]
     pq = {v.name: per_query(runs, topics, v, measures) for v in views}
-    table = significance(runs, topics, views, measures, families(baselines), test=PairedTest(test, seed=seed),
+    table = significance(runs, topics, views, measures, families(baselines), test=PairedTest(test, n_resamples, seed),
                          correction=correction, alpha=alpha, perquery=pd.concat(pq.values(), ignore_index=True))
     tables = {n: table[table["view"] == n].drop(columns="view").reset_index(drop=True) for n in names}
     pq_a, pq_b = (pq[n].drop(columns="view") for n in names)
     perquery = pd.concat([pq_a.assign(labels=names[0]), pq_b.assign(labels=names[1])], ignore_index=True)
     summary, pairs = pair_agreement(pq_a, pq_b, names, test=test, correction=correction, alpha=alpha, seed=seed,
-                                    judge_ranked=judge_ranked)
+                                    n_resamples=n_resamples, judge_ranked=judge_ranked)
     tau = ranking_agreement(pq_a, pq_b, names, bootstrap=bootstrap).merge(summary, on="measure", how="left")
     return LabelStudy(perquery=perquery[["labels", "system", "qid", "measure", "value"]], tables=tables, tau=tau,
                       pairs=pairs,
