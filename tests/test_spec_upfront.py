@@ -117,6 +117,17 @@ def test_a_bad_reranker_in_a_later_pipeline_stops_before_the_earlier_ones_call(d
     assert f"superb: error: {where}" in err and allowed in err
 
 
+def test_a_fuse_weight_typo_stops_before_any_llm_call(data, capsys):
+    """The fuse's weight keys are checked against the columns the earlier stages write when the spec is read (the
+    fuse raised a bare ValueError after the pointwise stage before it had made its calls)."""
+    third = (f'rerank = [ {GOOD_RERANK}, {{ type = "biencoder", top_k = 3, stage = "dense" }}, '
+             '{ type = "fuse", weights = { first_stage = 0.5, pointwsie = 0.5 } } ]')
+    err, requests = refused(data, capsys, third=third)
+    assert requests == 0
+    assert "superb: error: pipelines[2].rerank[2].weights.pointwsie: no earlier stage writes 'pointwsie'" in err
+    assert "['first_stage_score', 'pointwise_score', 'dense_score']" in err
+
+
 REFERENCE_CASES = {
     "baseline": ('rerank = [ ' + GOOD_RERANK + ' ]\nbaseline = "BM-25"', "pipelines[2].baseline: 'BM-25' names no "
                                                                          "pipeline; known:"),
