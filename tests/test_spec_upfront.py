@@ -95,7 +95,7 @@ def test_a_measure_without_a_condensed_form_stops_before_any_llm_call(data, caps
 
 RERANK_CASES = {
     "unknown option": ('rerank = [ { type = "pointwise", top_kk = 3, fields = ["title"] } ]',
-                       "pipelines[2].rerank[0].top_kk: unknown option", "allowed keys: ['fields', "),
+                       "pipelines[2].rerank[0].top_kk: unknown option", "allowed keys: ['alpha', 'fields', "),
     "bad value": ('rerank = [ { type = "pointwise", variant = "maybe", fields = ["title"] } ]',
                   "pipelines[2].rerank[0].variant", "expected one of ['best', 'yesno']"),
     "unknown product field": ('rerank = [ { type = "pointwise", fields = ["colour"] } ]',
