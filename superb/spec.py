@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from superb.errors import SpecError
+from superb.transformers.registry import needs_llm, score_column
 
 DEFAULT_MEASURES = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
 INTERVALS = ("t", "bootstrap")
@@ -96,10 +97,7 @@ class PipelineSpec:
     @property
     def uses_llm(self) -> bool:
         expands = isinstance(self.first_stage, dict) and "expand" in self.first_stage  # first_stage.expand: LLM
-        return expands or any(r.get("type") not in _NON_LLM_TYPES for r in self.rerank)
-
-
-_NON_LLM_TYPES = {"shuffle", "random", "biencoder", "fuse", "reset", "bm25"}
+        return expands or any(needs_llm(r.get("type")) for r in self.rerank)
 
 
 @dataclass(frozen=True)
@@ -350,6 +348,7 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
             raise SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got {compare!r}")
         seen[name] = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
                                   baseline=baseline, compare=tuple(compare))
+        _check_fuse_weights(seen[name], seen)
     for p in seen.values():
         check_name_length(file_name(p.name), f"{p.path}.name", room=SYSTEM_NAME_ROOM, what="its gain plot gain_NAME.png")
     check_file_names([p.name for p in seen.values()], [f"{p.path}.name" for p in seen.values()])
@@ -364,6 +363,32 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
             if other == p.baseline:
                 raise SpecError(f"{p.path}.compare", f"{other!r} is already this pipeline's baseline")
     return tuple(seen.values())
+
+
+def _check_fuse_weights(p: PipelineSpec, earlier: Mapping[str, PipelineSpec]) -> None:
+    """Each ``fuse`` stage's weight keys name a score column that comes before it: ``first_stage_score`` or the
+    ``<type>_score`` / ``<stage>_score`` of an earlier stage of this pipeline or of its input chain (a key may drop the
+    ``_score``, as the fuse reads it). Checked when the spec is read, so that a typo costs no first stage or LLM call
+    (the fuse itself would fail only after the stages before it ran). Other weight errors are left to the fuse."""
+    chain: list[PipelineSpec] = []
+    q: PipelineSpec | None = p
+    while q is not None:
+        chain.append(q)
+        q = earlier.get(q.input) if q.input else None
+    columns = ["first_stage_score"]
+    for stage in (r for q in reversed(chain[1:]) for r in q.rerank):
+        columns.append(score_column(stage))
+    for j, stage in enumerate(p.rerank):
+        weights = stage.get("weights")
+        if stage.get("type") == "fuse" and isinstance(weights, Mapping):
+            known = list(dict.fromkeys(c for c in columns if c))
+            for key in weights:
+                if str(key) not in known and f"{key}_score" not in known:
+                    raise SpecError(f"{p.path}.rerank[{j}].weights.{key}",
+                                    f"no earlier stage writes {key!r} or {str(key) + '_score'!r}; the columns "
+                                    f"available here are {known} (a stage's column is <type>_score, or "
+                                    "<stage>_score when it sets stage = \"NAME\"; a key may drop the _score)")
+        columns.append(score_column(stage))
 
 
 def file_name(system: str) -> str:

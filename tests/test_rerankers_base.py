@@ -109,7 +109,7 @@ def test_read_options_checks_values():
     with pytest.raises(SpecError, match=r"rerank\[0\].top_k"):
         read_options({"top_k": 0}, "rerank[0]", COMMON_OPTIONS)
     opts = read_options({"fields": "title", "top_k": 5}, "r", COMMON_OPTIONS)
-    assert opts == {"top_k": 5, "fields": ("title",), "max_tokens": 64, "guard": False}
+    assert opts == {"top_k": 5, "fields": ("title",), "text_tokens": 64, "guard": False}
 
 
 def test_registry_unknown_type_lists_known():

@@ -24,7 +24,7 @@ rerank = { type = "deliberated", top_k = 10 }
 [[pipelines]]
 name = "PISA BM25 >> deliberated yesno"
 input = "PISA BM25"
-rerank = { type = "deliberated", label = "yesno", top_k = 10 }
+rerank = { type = "deliberated", question = "yesno", top_k = 10 }
 """
 
 

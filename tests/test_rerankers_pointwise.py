@@ -122,8 +122,8 @@ def test_fusion_by_hand():
         return lp({"yes": y, "no": 1 - y} if y < 1 else {"yes": 1.0})
 
     with FakeServer(responder=responder) as srv, client(srv) as llm:
-        fused = PointwiseReranker(llm, variant="yesno", fusion=0.5)(frame("q", "x", ["a", "b", "c"]))
-        pure = PointwiseReranker(llm, variant="yesno", fusion=1.0)(frame("q", "x", ["a", "b", "c"]))
+        fused = PointwiseReranker(llm, variant="yesno", alpha=0.5)(frame("q", "x", ["a", "b", "c"]))
+        pure = PointwiseReranker(llm, variant="yesno", alpha=1.0)(frame("q", "x", ["a", "b", "c"]))
     assert dict(zip(fused.docno, fused.llm_score)) == pytest.approx({"q-d0": 0.6, "q-d1": 0.55, "q-d2": 0.5})
     assert order(fused, "q") == ["q-d0", "q-d1", "q-d2"]
     assert order(pure, "q") == ["q-d2", "q-d1", "q-d0"]
@@ -140,16 +140,20 @@ def test_from_spec_strict_and_builds():
     with FakeServer(responder=lambda r: lp({"yes": 0.5, "no": 0.5})) as srv, client(srv) as llm:
         ctx = BuildContext(dataset=FakeDataset(), llm=llm, seed=0)
         rr = build_reranker({"type": "pointwise", "variant": "yesno", "top_k": 2, "fields": ["title"],
-                             "fusion": 0.3}, context=ctx, path="pipelines[1].rerank[0]")
-        assert isinstance(rr, PointwiseReranker) and rr.top_k == 2 and rr.fusion == 0.3
+                             "alpha": 0.3}, context=ctx, path="pipelines[1].rerank[0]")
+        assert isinstance(rr, PointwiseReranker) and rr.top_k == 2 and rr.alpha == 0.3
         inp = frame("q", "x", ["", "", ""]).drop(columns=["text"])
         out = rr(inp)
         assert product_of(srv.received[0]).startswith("title of q-d")
         assert srv.requests == 2 and sorted(out.docno) == ["q-d0", "q-d1", "q-d2"]
-        with pytest.raises(SpecError, match=r"pipelines\[1\]\.rerank\[0\]\.alpha.*allowed keys.*fusion"):
-            build_reranker({"type": "pointwise", "alpha": 0.5}, context=ctx, path="pipelines[1].rerank[0]")
-        with pytest.raises(SpecError, match=r"rerank\[0\]\.fusion"):
-            build_reranker({"type": "pointwise", "fusion": 2}, context=ctx, path="rerank[0]")
+        with pytest.raises(SpecError) as err:  # the old name of the same blend, refused with the new one
+            build_reranker({"type": "pointwise", "fusion": 0.5}, context=ctx, path="pipelines[1].rerank[0]")
+        assert str(err.value).startswith("pipelines[1].rerank[0].fusion: renamed to 'alpha' (the weight of the "
+                                         "stage's own score") and str(err.value).endswith("write alpha = 0.5")
+        with pytest.raises(SpecError, match=r"rerank\[0\]\.alpha: expected a number between 0 and 1"):
+            build_reranker({"type": "pointwise", "alpha": 2}, context=ctx, path="rerank[0]")
+        with pytest.raises(SpecError, match=r"rerank\[0\]\.max_tokens: renamed to 'text_tokens' \(the product-text"):
+            build_reranker({"type": "pointwise", "max_tokens": 32}, context=ctx, path="rerank[0]")
         with pytest.raises(SpecError, match="does not answer variant"):
             build_reranker({"type": "pointwise", "variant": "yesno", "template": "pointwise_best"}, context=ctx,
                            path="r")
@@ -209,7 +213,7 @@ def test_deliberated_stated_confidence_and_failed_attributes():
     assert rr.stats["fallback_attributes_failed"] == 1 and rr.stats["confidence_missing"] == 1
 
 
-# ---- deliberated: the redesigned label prompts (label = "yesno" | "checklist") ------------------------------------
+# ---- deliberated: the redesigned label prompts (question = "yesno" | "checklist") ------------------------------------
 
 def test_deliberated_yesno_label_scores_p_yes_against_the_attributes():
     p_yes = {"steel bottle": 0.8, "bottle brush": 0.3, "usb cable": 0.05}
@@ -222,7 +226,7 @@ def test_deliberated_yesno_label_scores_p_yes_against_the_attributes():
         return lp({"yes": y * 0.9, "no": (1 - y) * 0.9, "Yes": 0.0001, "The": 0.0999})
 
     with FakeServer(responder=responder) as srv, client(srv) as llm:
-        rr = DeliberatedReranker(llm, label="yesno", top_k=10)
+        rr = DeliberatedReranker(llm, question="yesno", top_k=10)
         out = rr(frame("q", "water bottle", ["usb cable", "bottle brush", "steel bottle"]))
         label_prompt = prompt_of(srv.received[-1])
     assert order(out, "q") == ["q-d2", "q-d1", "q-d0"]
@@ -243,7 +247,7 @@ def test_deliberated_checklist_label_scores_the_expected_grade_with_fallbacks():
         return answers[product_of(r)]
 
     with FakeServer(responder=responder) as srv, client(srv) as llm:
-        rr = DeliberatedReranker(llm, label="checklist", top_k=10)
+        rr = DeliberatedReranker(llm, question="checklist", top_k=10)
         out = rr(frame("q", "tent", ["D", "C", "B", "A"]))
         assert "Checklist:\n- lightweight" in prompt_of(srv.received[-1])
     scores = dict(zip(out.docno, out.llm_score))
@@ -255,9 +259,12 @@ def test_deliberated_checklist_label_scores_the_expected_grade_with_fallbacks():
 def test_deliberated_label_options_are_checked():
     with FakeServer() as srv, client(srv) as llm:
         ctx = BuildContext(dataset=FakeDataset(), llm=llm)
-        rr = build_reranker({"type": "deliberated", "label": "checklist", "fields": ["title"]}, context=ctx, path="r")
+        rr = build_reranker({"type": "deliberated", "question": "checklist", "fields": ["title"]}, context=ctx,
+                            path="r")
         assert rr.question == "checklist" and rr.label_template.name == "deliberated_checklist"
-        with pytest.raises(SpecError, match=r"r\.label.*grade"):
-            build_reranker({"type": "deliberated", "label": "rubric"}, context=ctx, path="r")
-        with pytest.raises(SpecError, match=r"stated.*only applies to label \"grade\""):
-            build_reranker({"type": "deliberated", "label": "yesno", "confidence": "stated"}, context=ctx, path="r")
+        with pytest.raises(SpecError, match=r"r\.question.*grade"):
+            build_reranker({"type": "deliberated", "question": "rubric"}, context=ctx, path="r")
+        with pytest.raises(SpecError, match=r"stated.*only applies to question \"grade\""):
+            build_reranker({"type": "deliberated", "question": "yesno", "confidence": "stated"}, context=ctx, path="r")
+        with pytest.raises(SpecError, match=r"r\.label: renamed to 'question' \(the question of the second step"):
+            build_reranker({"type": "deliberated", "label": "yesno"}, context=ctx, path="r")

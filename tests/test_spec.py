@@ -110,3 +110,47 @@ def test_every_shipped_spec_parses():
     for path in specs:
         spec = load_spec(path)
         assert spec.pipelines and spec.name
+
+
+def _fused(*rerank, input_rerank=None):
+    raw = _spec()
+    if input_rerank is not None:
+        raw["pipelines"][1]["rerank"] = input_rerank
+    raw["pipelines"].append({"name": "fused", "input": "BM25 >> pointwise", "rerank": list(rerank)})
+    return raw
+
+
+def test_fuse_weights_may_name_columns_of_earlier_stages_and_of_the_input_chain():
+    spec = parse_spec(_fused({"type": "biencoder", "stage": "dense"},
+                             {"type": "fuse", "weights": {"first_stage": 1, "pointwise_score": 1, "dense": 1}}))
+    assert spec.pipelines[2].rerank[1]["weights"] == {"first_stage": 1, "pointwise_score": 1, "dense": 1}
+    parse_spec(_fused({"type": "fuse", "weights": {"umbrela": 1, "random": 1}},
+                      input_rerank=[{"type": "random"}, {"type": "pointwise", "stage": "umbrela"}]))
+
+
+@pytest.mark.parametrize("rerank, key, available", [
+    # a later stage's column is not there yet
+    ([{"type": "fuse", "weights": {"biencoder": 1}}, {"type": "biencoder"}], "rerank[0].weights.biencoder",
+     "['first_stage_score', 'pointwise_score']"),
+    # a named stage writes <stage>_score, not <type>_score
+    ([{"type": "biencoder", "stage": "dense"}, {"type": "fuse", "weights": {"biencoder": 1}}],
+     "rerank[1].weights.biencoder", "['first_stage_score', 'pointwise_score', 'dense_score']"),
+    # shuffle, expand, reset and fuse write no score column of their own
+    ([{"type": "shuffle"}, {"type": "fuse", "weights": {"pointwise": 1}}, {"type": "fuse", "weights": {"fuse": 1}}],
+     "rerank[2].weights.fuse", "['first_stage_score', 'pointwise_score']"),
+])
+def test_a_fuse_weight_naming_no_earlier_column_is_a_spec_error(rerank, key, available):
+    with pytest.raises(SpecError) as err:
+        parse_spec(_fused(*rerank))
+    assert str(err.value).startswith(f"pipelines[2].{key}: no earlier stage writes") and available in str(err.value)
+
+
+def test_the_registry_says_which_types_need_an_llm_and_which_write_a_score_column():
+    from superb.transformers.registry import RERANKERS, needs_llm, score_column
+
+    assert sorted(t for t in RERANKERS if not needs_llm(t)) == ["biencoder", "bm25", "fuse", "random", "reset",
+                                                                "shuffle"]
+    assert needs_llm("pointwize")  # unknown: counted as an LLM stage, refused when built
+    assert [score_column({"type": t}) for t in ("pointwise", "fuse", "shuffle", "expand")] == [
+        "pointwise_score", None, None, None]
+    assert score_column({"type": "pointwise", "stage": "umbrela"}) == "umbrela_score"

@@ -95,7 +95,7 @@ def test_a_measure_without_a_condensed_form_stops_before_any_llm_call(data, caps
 
 RERANK_CASES = {
     "unknown option": ('rerank = [ { type = "pointwise", top_kk = 3, fields = ["title"] } ]',
-                       "pipelines[2].rerank[0].top_kk: unknown option", "allowed keys: ['fields', "),
+                       "pipelines[2].rerank[0].top_kk: unknown option", "allowed keys: ['alpha', 'fields', "),
     "bad value": ('rerank = [ { type = "pointwise", variant = "maybe", fields = ["title"] } ]',
                   "pipelines[2].rerank[0].variant", "expected one of ['best', 'yesno']"),
     "unknown product field": ('rerank = [ { type = "pointwise", fields = ["colour"] } ]',
@@ -115,6 +115,17 @@ def test_a_bad_reranker_in_a_later_pipeline_stops_before_the_earlier_ones_call(d
     err, requests = refused(data, capsys, third=third)
     assert requests == 0  # pipelines[1] is valid and would have made 5 calls
     assert f"superb: error: {where}" in err and allowed in err
+
+
+def test_a_fuse_weight_typo_stops_before_any_llm_call(data, capsys):
+    """The fuse's weight keys are checked against the columns the earlier stages write when the spec is read (the
+    fuse raised a bare ValueError after the pointwise stage before it had made its calls)."""
+    third = (f'rerank = [ {GOOD_RERANK}, {{ type = "biencoder", top_k = 3, stage = "dense" }}, '
+             '{ type = "fuse", weights = { first_stage = 0.5, pointwsie = 0.5 } } ]')
+    err, requests = refused(data, capsys, third=third)
+    assert requests == 0
+    assert "superb: error: pipelines[2].rerank[2].weights.pointwsie: no earlier stage writes 'pointwsie'" in err
+    assert "['first_stage_score', 'pointwise_score', 'dense_score']" in err
 
 
 REFERENCE_CASES = {

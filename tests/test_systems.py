@@ -66,9 +66,9 @@ def test_rerankers_carry_the_pipeline_name_as_progress_label(tmp_path):
                        rerank=({"type": "shuffle", "top_k": 5}, {"type": "listwise", "top_k": 5}))
     assert _rerankers(two, dataset, llm=object(), seed=0, progress=True)[1].progress_label == \
         "BM25 >> shuffle >> listwise [listwise]"
-    # a reranker option named like the bar's attribute once lost to it: deliberated's `label` (its question) survives
+    # a reranker option named like the bar's attribute once lost to it: deliberated's `question` (once `label`) survives
     three = PipelineSpec(name="BM25 >> deliberated", path="pipelines[3]", input="BM25",
-                         rerank=({"type": "deliberated", "label": "yesno", "top_k": 5},))
+                         rerank=({"type": "deliberated", "question": "yesno", "top_k": 5},))
     [d] = _rerankers(three, dataset, llm=object(), seed=0, progress=False)
     assert d.question == "yesno" and d.progress_label == "BM25 >> deliberated"
 

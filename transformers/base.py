@@ -250,7 +250,7 @@ async def _pending_as_none(coro, stats: Counter):
 COMMON_OPTIONS: dict[str, Opt] = {
     "top_k": Opt(20, positive_int),  # rerank the top_k of each query; the rest stays below in its prior order
     "fields": Opt(("title",), str_list),  # product fields shown to the model
-    "max_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4), NOT generation length
+    "text_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4); was max_tokens
     "guard": Opt(False, boolean),  # cut text addressed to the model from product text (superb.llm.text.guard); opt-in
 }
 
@@ -268,6 +268,6 @@ def product_text(opts: Mapping[str, Any], context: Any, path: str) -> ProductTex
     if dataset is None:
         raise SpecError(path, "this reranker needs product text, but the build context has no dataset")
     try:
-        return ProductText(dataset, fields=opts["fields"], max_tokens=opts["max_tokens"], guard=opts["guard"])
+        return ProductText(dataset, fields=opts["fields"], max_tokens=opts["text_tokens"], guard=opts["guard"])
     except SpecError as e:
         raise SpecError(f"{path}.{e.path}", str(e).split(": ", 1)[-1]) from None

@@ -7,7 +7,7 @@ stripped, empty lines dropped) live in superb.llm.ideal, shared with the deliber
 serves both. Then every product gets one call that grades it 0..3 against those attributes (``deliberated_label``:
 instructions, query, attributes, then the product, so the prompt cache reuses everything but the product).
 
-``label`` chooses the second step's question (the attributes step is the same for all):
+``question`` (formerly ``label``) chooses the second step's question (the attributes step is the same for all):
 
 - ``"grade"`` (default, SUPERB): ``deliberated_label``, a 0..3 grade against the attributes, scored as below.
 - ``"yesno"``: ``deliberated_yesno``, "is it ITSELF what was searched for AND does it have the ideal attributes?";
@@ -15,8 +15,8 @@ instructions, query, attributes, then the product, so the prompt cache reuses ev
 - ``"checklist"``: ``deliberated_checklist``, the attributes shown as a checklist and a 0..3 grade of how many items
   the product meets; score = the expected grade under the label probabilities / 3 (as pointwise "best").
 
-For ``label = "grade"``: score = grade + confidence / 2, so the grade decides and the confidence only orders products
-within a grade; ties that remain keep the first-stage order. ``confidence`` (only with ``label = "grade"``):
+For ``question = "grade"``: score = grade + confidence / 2, so the grade decides and the confidence only orders products
+within a grade; ties that remain keep the first-stage order. ``confidence`` (only with ``question = "grade"``):
 
 - ``"logprobs"`` (default): grade = the most probable of "0".."3" at the first generated position offering them,
   confidence = its renormalised probability. Without logprobs: the grade parsed from the text, confidence 0
@@ -49,41 +49,41 @@ LABELS = {"grade": "deliberated_label", "yesno": "deliberated_yesno", "checklist
 class DeliberatedReranker(Reranker):
     type_name = "deliberated"
 
-    def __init__(self, llm: Any, *, confidence: str = "logprobs", attribute_tokens: int = 160, label: str = "grade",
+    def __init__(self, llm: Any, *, confidence: str = "logprobs", attribute_tokens: int = 160, question: str = "grade",
                  **kw: Any):
         super().__init__(llm, **kw)
         if confidence not in CONFIDENCE_MODES:
             raise ValueError(f"DeliberatedReranker: confidence must be one of {list(CONFIDENCE_MODES)}, "
                              f"got {confidence!r}")
-        if label not in LABELS:
-            raise ValueError(f"DeliberatedReranker: label must be one of {list(LABELS)}, got {label!r}")
-        if confidence == "stated" and label != "grade":
+        if question not in LABELS:
+            raise ValueError(f"DeliberatedReranker: question must be one of {list(LABELS)}, got {question!r}")
+        if confidence == "stated" and question != "grade":
             raise ValueError(f"DeliberatedReranker: confidence \"stated\" asks for a written grade and confidence; "
-                             f"it only applies to label \"grade\", not {label!r}")
+                             f"it only applies to question \"grade\", not {question!r}")
         from superb.llm.prompts import load_template
 
         self.confidence = confidence
-        self.question = label  # the spec option `label` (the base's progress bar has its own progress_label)
+        self.question = question
         self.attribute_tokens = int(attribute_tokens)
         self.attributes_template = load_template("deliberated_attributes")
         self.label_template = load_template(
-            "deliberated_label_confidence" if confidence == "stated" else LABELS[label])
+            "deliberated_label_confidence" if confidence == "stated" else LABELS[question])
         self.attributes: dict[str, str] = {}  # query text -> generated ideal-product attributes
         self._pending: dict[str, asyncio.Future] = {}
 
     def __repr__(self) -> str:
-        return (f"DeliberatedReranker(label={self.question!r}, confidence={self.confidence!r}, top_k={self.top_k}, "
+        return (f"DeliberatedReranker(question={self.question!r}, confidence={self.confidence!r}, top_k={self.top_k}, "
                 f"text={self.text!r})")
 
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "DeliberatedReranker":
         schema = dict(COMMON_OPTIONS)
         schema.update(confidence=Opt("logprobs", one_of(*CONFIDENCE_MODES)),
-                      attribute_tokens=Opt(160, positive_int), label=Opt("grade", one_of(*LABELS)))
+                      attribute_tokens=Opt(160, positive_int), question=Opt("grade", one_of(*LABELS)))
         opts = read_options(options, path, schema)
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       confidence=opts["confidence"], attribute_tokens=opts["attribute_tokens"], label=opts["label"],
+                       confidence=opts["confidence"], attribute_tokens=opts["attribute_tokens"], question=opts["question"],
                        tag=path)
         except ValueError as e:
             raise spec_error(path, e) from e
@@ -129,7 +129,7 @@ class DeliberatedReranker(Reranker):
         return [label + confidence / 2.0 for label, confidence in map(self.read, comps)]
 
     def read_probability(self, comp: Completion) -> float:
-        """label "yesno": P(yes); label "checklist": expected grade / 3 (both in [0, 1]), with counted fallbacks."""
+        """question "yesno": P(yes); question "checklist": expected grade / 3 (both in [0, 1]), with counted fallbacks."""
         if comp.failed:
             self.stats["fallback_failed_call"] += 1
             return 0.0

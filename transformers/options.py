@@ -24,10 +24,27 @@ class Opt:
     parse: Callable[[Any, str], Any]
 
 
+# Options renamed because one name meant two things: old key -> (new key, why). An old key is refused with the new
+# name when the new one is in the stage's schema (``expand`` keeps its own ``max_tokens``: the generation length).
+RENAMED: dict[str, tuple[str, str]] = {
+    "max_tokens": ("text_tokens", "the product-text budget per product in estimated tokens; max_tokens read as the "
+                                  "generation length elsewhere"),
+    "label": ("question", "the question of the second step: \"grade\", \"yesno\" or \"checklist\"; label is a "
+                          "relevance label elsewhere"),
+    "fusion": ("alpha", "the weight of the stage's own score, 1 - alpha on the min-max first-stage score, as the "
+                        "bi-encoder calls it; a separate `fuse` stage blends named columns"),
+}
+
+
 def read_options(options: Mapping[str, Any], path: str, schema: Mapping[str, Opt]) -> dict[str, Any]:
-    """Check ``options`` (a reranker's spec table) against ``schema``; unknown keys raise SpecError listing the allowed."""
+    """Check ``options`` (a reranker's spec table) against ``schema``; unknown keys raise SpecError listing the allowed,
+    and a renamed key (:data:`RENAMED`) names its new name."""
     from superb.spec import check_keys
 
+    if isinstance(options, Mapping):
+        for old, (new, why) in RENAMED.items():
+            if old in options and old not in schema and new in schema:
+                raise SpecError(f"{path}.{old}", f"renamed to {new!r} ({why}): write {new} = {options[old]!r}")
     what = f"option for type {options.get('type')!r}" if isinstance(options, Mapping) else "option"
     check_keys(options, path, optional=["type", *schema], what=what)
     return {key: opt.parse(options[key], f"{path}.{key}") if key in options else opt.default

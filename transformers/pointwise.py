@@ -21,7 +21,7 @@ Fallbacks, each counted in ``stats``: no logprobs / no label token among them ->
 (``fallback_parsed_label``); nothing parseable -> score 0 (``fallback_unparsed``); a failed call -> score 0
 (``fallback_failed_call``). Score-0 products sink; ties keep the first-stage order.
 
-Fusion (``fusion`` = alpha): final = alpha * LLM score + (1 - alpha) * min-max normalised first-stage score of the
+Blending with the first stage (``alpha``, as the bi-encoder's; formerly ``fusion``): final = alpha * LLM score + (1 - alpha) * min-max normalised first-stage score of the
 query's top_k (all equal first-stage scores normalise to 0). alpha = 1 (default) is the pure LLM score.
 """
 
@@ -60,7 +60,7 @@ def fuse(llm_scores: Sequence[float], prior_scores: Sequence[float], alpha: floa
 class PointwiseReranker(Reranker):
     type_name = "pointwise"
 
-    def __init__(self, llm: Any, *, variant: str = "best", template: str | None = None, fusion: float = 1.0,
+    def __init__(self, llm: Any, *, variant: str = "best", template: str | None = None, alpha: float = 1.0,
                  max_new_tokens: int = LABEL_MAX_TOKENS, **kw: Any):
         super().__init__(llm, **kw)
         if variant not in VARIANTS:
@@ -69,17 +69,17 @@ class PointwiseReranker(Reranker):
         if template not in TEMPLATES[variant] and not template.startswith(f"pointwise_{variant}"):
             raise ValueError(f"PointwiseReranker: template {template!r} does not answer variant {variant!r}; "
                              f"use one of {list(TEMPLATES[variant])} (or a pointwise_{variant}* template of your own)")
-        if not 0.0 <= fusion <= 1.0:
-            raise ValueError(f"PointwiseReranker: fusion alpha must be in [0, 1], got {fusion!r}")
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"PointwiseReranker: alpha must be in [0, 1], got {alpha!r}")
         from superb.llm.prompts import load_template
 
         self.variant = variant
         self.template = load_template(template)
-        self.fusion = float(fusion)
+        self.alpha = float(alpha)
         self.max_new_tokens = int(max_new_tokens)
 
     def __repr__(self) -> str:
-        return (f"PointwiseReranker(variant={self.variant!r}, template={self.template.id!r}, fusion={self.fusion}, "
+        return (f"PointwiseReranker(variant={self.variant!r}, template={self.template.id!r}, alpha={self.alpha}, "
                 f"top_k={self.top_k}, text={self.text!r})")
 
     @classmethod
@@ -88,13 +88,13 @@ class PointwiseReranker(Reranker):
         schema.update(
             variant=Opt("best", one_of(*VARIANTS)),
             template=Opt(None, one_of(*TEMPLATES["best"], *TEMPLATES["yesno"])),
-            fusion=Opt(1.0, unit_float),
+            alpha=Opt(1.0, unit_float),
             max_new_tokens=Opt(LABEL_MAX_TOKENS, positive_int),
         )
         opts = read_options(options, path, schema)
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       variant=opts["variant"], template=opts["template"], fusion=opts["fusion"],
+                       variant=opts["variant"], template=opts["template"], alpha=opts["alpha"],
                        max_new_tokens=opts["max_new_tokens"], tag=path)
         except ValueError as e:
             raise spec_error(path, e) from e
@@ -105,7 +105,7 @@ class PointwiseReranker(Reranker):
 
     async def score(self, cands: Candidates) -> list[float]:
         comps = await asyncio.gather(*(self.complete(self.request(cands.query, t)) for t in cands.texts))
-        return fuse([self.read(c) for c in comps], cands.prior_scores, self.fusion)
+        return fuse([self.read(c) for c in comps], cands.prior_scores, self.alpha)
 
     def read(self, comp: Completion) -> float:
         """The LLM score in [0, 1] of one completion (with counted fallbacks)."""

@@ -13,26 +13,53 @@ from typing import Any, Mapping
 
 from superb.errors import SpecError
 
-RERANKERS: dict[str, str] = {
-    "pointwise": "superb.transformers.pointwise:PointwiseReranker",
-    "deliberated": "superb.transformers.deliberated:DeliberatedReranker",
-    "listwise": "superb.transformers.listwise:ListwiseReranker",
-    "sliding": "superb.transformers.sliding:SlidingWindowReranker",
-    "shuffle": "superb.transformers.controls:Shuffle",
-    "random": "superb.transformers.controls:RandomReranker",
-    # written by the rerankers-2 helper
-    "pairwise": "superb.transformers.pairwise:PairwiseReranker",
-    "rubric": "superb.transformers.rubric:RubricReranker",
-    "biencoder": "superb.transformers.biencoder:BiEncoderReranker",
+@dataclass(frozen=True)
+class RerankerType:
+    """One spec ``type``: its class ("module:Class", imported when used), whether it calls the LLM, and whether it
+    writes a raw-score column of its own (``<type>_score``, or ``<stage>_score`` when the spec names the stage) that a
+    later ``fuse`` can weight. A ``fuse`` writes none of its own; ``shuffle``, ``expand`` and ``reset`` score nothing."""
+
+    path: str
+    llm: bool
+    scores: bool
+
+
+RERANKERS: dict[str, RerankerType] = {
+    "pointwise": RerankerType("superb.transformers.pointwise:PointwiseReranker", llm=True, scores=True),
+    "deliberated": RerankerType("superb.transformers.deliberated:DeliberatedReranker", llm=True, scores=True),
+    "listwise": RerankerType("superb.transformers.listwise:ListwiseReranker", llm=True, scores=True),
+    "sliding": RerankerType("superb.transformers.sliding:SlidingWindowReranker", llm=True, scores=True),
+    "shuffle": RerankerType("superb.transformers.controls:Shuffle", llm=False, scores=False),
+    "random": RerankerType("superb.transformers.controls:RandomReranker", llm=False, scores=True),
+    "pairwise": RerankerType("superb.transformers.pairwise:PairwiseReranker", llm=True, scores=True),
+    "rubric": RerankerType("superb.transformers.rubric:RubricReranker", llm=True, scores=True),
+    "biencoder": RerankerType("superb.transformers.biencoder:BiEncoderReranker", llm=False, scores=True),
     # small-model rerankers that read label probabilities (issue 8), and score fusion
-    "pairwise_prob": "superb.transformers.pairwise_prob:PairwiseProbReranker",
-    "setwise": "superb.transformers.setwise:SetwiseReranker",
-    "fuse": "superb.transformers.fuse:Fuse",
+    "pairwise_prob": RerankerType("superb.transformers.pairwise_prob:PairwiseProbReranker", llm=True, scores=True),
+    "setwise": RerankerType("superb.transformers.setwise:SetwiseReranker", llm=True, scores=True),
+    "fuse": RerankerType("superb.transformers.fuse:Fuse", llm=False, scores=False),
     # query rewriting (issue 26): LLM expansion, the query restored, and BM25 rescoring with the rewritten query
-    "expand": "superb.transformers.expansion:QueryExpansion",
-    "reset": "superb.transformers.expansion:RestoreQuery",
-    "bm25": "superb.transformers.bm25_rescore:BM25Rescore",
+    "expand": RerankerType("superb.transformers.expansion:QueryExpansion", llm=True, scores=False),
+    "reset": RerankerType("superb.transformers.expansion:RestoreQuery", llm=False, scores=False),
+    "bm25": RerankerType("superb.transformers.bm25_rescore:BM25Rescore", llm=False, scores=True),
 }
+
+
+def needs_llm(type_name: Any) -> bool:
+    """Whether a stage of this type calls the LLM (an unknown type counts as one; building it fails later)."""
+    record = RERANKERS.get(type_name) if isinstance(type_name, str) else None
+    return record is None or record.llm
+
+
+def score_column(options: Mapping[str, Any]) -> str | None:
+    """The raw-score column a spec stage table writes (``<stage>_score`` when it names its stage, else
+    ``<type>_score``), or None for a type that scores nothing of its own (or an unknown type)."""
+    type_name = options.get("type")
+    record = RERANKERS.get(type_name) if isinstance(type_name, str) else None
+    if record is None or not record.scores:
+        return None
+    stage = options.get("stage")
+    return f"{stage if isinstance(stage, str) and stage else type_name}_score"
 
 
 @dataclass
@@ -49,7 +76,7 @@ def reranker_class(type_name: str, path: str = "") -> type:
     if type_name not in RERANKERS:
         raise SpecError(f"{path}.type" if path else "type",
                         f"unknown reranker type {type_name!r}; known types: {sorted(RERANKERS)}")
-    module, _, name = RERANKERS[type_name].partition(":")
+    module, _, name = RERANKERS[type_name].path.partition(":")
     return getattr(importlib.import_module(module), name)
 
 
@@ -65,7 +92,7 @@ def build_reranker(options: Mapping[str, Any], *, context: BuildContext, path: s
     stage = options.pop("stage", None)
     reranker = reranker_class(options["type"], path).from_spec(options, context, path)
     if stage is not None:
-        if not hasattr(reranker, "score_column") or options["type"] == "fuse":
+        if not RERANKERS[options["type"]].scores:
             raise SpecError(f"{path}.stage", f"a {options['type']} stage keeps no score column of its own to name; "
                                              "remove 'stage'")
         if not isinstance(stage, str) or not stage.isidentifier():
