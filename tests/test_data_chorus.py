@@ -144,6 +144,23 @@ def test_unknown_option_rejected(home):
 
     with pytest.raises(SpecError, match=r"dataset\.locale.*allowed keys: \['name'\]"):
         load_dataset({"name": "chorus", "locale": "us"})
+    with pytest.raises(SpecError, match=r"dataset\.locale.*allowed keys: \['name'\]"):
+        load_dataset("chorus", locale="us")  # keyword options go through the same check
+
+
+def test_load_dataset_by_name_is_the_spec_table_form(chorus):
+    """The Python form ``load_dataset("chorus")`` gives the data set the spec form ``{"name": "chorus"}`` gives."""
+    from superb.errors import SpecError
+
+    by_name = load_dataset("chorus")
+    assert by_name.fingerprint() == chorus.fingerprint()
+    assert len(by_name.topics()) == 135
+    with pytest.raises(SpecError, match=r"dataset\.name.*unknown data set 'chorsu'.*'chorus'"):
+        load_dataset("chorsu")
+    with pytest.raises(SpecError, match=r"dataset: expected a data set name such as \"chorus\" or a table"):
+        load_dataset(3)
+    with pytest.raises(SpecError, match=r"dataset\.name: given both"):
+        load_dataset({"name": "chorus"}, name="esci")
 
 
 

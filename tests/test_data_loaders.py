@@ -210,8 +210,8 @@ def test_local_errors(tmp_path):
 def test_unknown_data_set_lists_known_ones():
     with pytest.raises(SpecError, match=r"dataset\.name.*'chorus'.*'esci'.*'local'.*'superb-triplets'.*'wands'"):
         load_dataset({"name": "msmarco"})
-    with pytest.raises(SpecError, match=r"^spec\.dataset: expected a table"):
-        load_dataset("chorus", path="spec.dataset")
+    with pytest.raises(SpecError, match=r"^spec\.dataset: expected a data set name such as \"chorus\" or a table"):
+        load_dataset(["chorus"], path="spec.dataset")  # a name ("chorus") is the Python form: see test_data_chorus
 
 
 def test_register_loader(tmp_path, monkeypatch):

@@ -145,3 +145,20 @@ def test_bad_frames_rejected_with_column_names():
         evaluate(RUN, ["P@5"], qrels=pd.concat([QRELS, QRELS.head(1)]))
     with pytest.raises(DataError, match="no results"):
         evaluate(RUN.head(0), ["P@5"])
+
+
+def test_the_threshold_renaming_is_logged_once_where_it_happens(caplog, monkeypatch):
+    """``P@10`` on a data set with threshold 2 becomes ``P(rel=2)@10``: one INFO line per renaming and process says
+    so; a measure that keeps its name (nDCG, or rel=1, ir_measures' default) logs nothing."""
+    import logging
+
+    import superb.eval.measures as measures
+
+    monkeypatch.setattr(measures, "_TOLD", set())
+    with caplog.at_level(logging.INFO, logger="superb.eval.measures"):
+        assert repr(measures.parse_measure("P@10", rel=2)) == "P(rel=2)@10"
+        measures.parse_measures(["P@10", "nDCG@10", "P(rel=3)@5"], rel=2)  # the second P@10: not told again
+        measures.parse_measure("P@5", rel=1)
+    lines = [r.getMessage() for r in caplog.records if r.name == "superb.eval.measures"]
+    assert lines == ["measure P@10 is computed as P(rel=2)@10: binary measures count labels >= 2 as relevant (the "
+                     "data set's threshold, [evaluation] rel); tables and run files name it P(rel=2)@10"]

@@ -191,3 +191,37 @@ def test_correct_experiment_adds_nan_aware_holm_columns_to_a_pt_experiment_resul
     assert out["nDCG@10 reject"].tolist() == [False, *rej, False]
     with pytest.raises(ValueError, match="baseline"):
         correct_experiment(result[["name", "nDCG@10"]])
+
+
+@pytest.mark.parametrize("correction", [None, "holm"])
+def test_correct_experiment_works_whether_or_not_pt_experiment_already_corrected(correction):
+    """pt.Experiment(correction="holm") already adds "<m> reject" and "<m> p-value corrected": correct_experiment
+    replaces them in place (same columns, same order) instead of failing to insert them a second time."""
+    import pyterrier as pt
+    from ir_measures import P
+
+    from superb.eval.stats import correct_experiment
+
+    qids = [str(q) for q in range(1, 9)]
+    qrels = pd.DataFrame([(q, d, 1) for q in qids for d in ("a", "b")], columns=["qid", "docno", "label"])
+    topics = pd.DataFrame({"qid": qids, "query": ["q"] * len(qids)})
+
+    def system(order_by_qid):
+        rows = [(q, d, float(10 - r)) for q in qids for r, d in enumerate(order_by_qid(q))]
+        return pt.Transformer.from_df(pd.DataFrame(rows, columns=["qid", "docno", "score"]))
+
+    base = system(lambda q: ["x", "y", "a", "b"])
+    better = system(lambda q: ["a", "x", "b", "y"] if int(q) % 4 else ["x", "a", "y", "b"])
+    same = system(lambda q: ["x", "y", "a", "b"])
+    kwargs = {"correction": correction} if correction else {}
+    result = pt.Experiment([base, better, same], topics, qrels, [P @ 2], names=["base", "better", "same"],
+                           baseline=0, **kwargs)
+    out = correct_experiment(result, "holm", 0.05)
+    columns = ["name", "P@2", "P@2 +", "P@2 -", "P@2 p-value", "P@2 reject", "P@2 p-value corrected"]
+    assert list(out.columns) == columns
+    p = out["P@2 p-value"].to_numpy(dtype=float)
+    assert np.isnan(p[0]) and np.isnan(p[2]) and p[1] < 0.05  # baseline and the identical system: no test
+    # m = 1 (only "better" is tested): its corrected p is its own p, and only it is rejected
+    assert out["P@2 p-value corrected"].iloc[1] == pytest.approx(p[1])
+    assert out["P@2 reject"].tolist() == [False, True, False]
+    assert np.isnan(out["P@2 p-value corrected"].iloc[2])

@@ -1,5 +1,6 @@
-"""Rubric set selection: rubric/selection/score parsing (good, malformed, hostile), the reward formula by hand,
-RubricReranker and RubricReward against the fake OpenAI server, docnos preserved under any model output."""
+"""Rubric set selection: rubric/selection/score parsing (superb.llm.rubric_parsing; good, malformed, hostile), the
+reward formula by hand, RubricReranker and RubricReward against the fake OpenAI server, docnos preserved under any
+model output."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from superb.llm.client import LLMClient
 from superb.llm.config import LLMConfig
 from superb.llm.types import Completion
 from superb.transformers.registry import BuildContext, build_reranker
-from superb.transformers.rubric import (
-    DEFAULT_RUBRICS, Rubric, RubricReranker, RubricReward, json_values, parse_rubric_scores, parse_rubrics,
-    parse_selection, rubric_reward,
+from superb.llm.rubric_parsing import (
+    DEFAULT_RUBRICS, Rubric, json_values, parse_rubric_scores, parse_rubrics, parse_selection,
 )
+from superb.transformers.rubric import RubricReranker, RubricReward, rubric_reward
 
 
 @pytest.fixture(autouse=True)

@@ -36,6 +36,14 @@ def _optional_positive_int(value: Any, path: str) -> int | None:
 
 
 class Shuffle(pt.Transformer):
+    """A control, not a reranker (type ``shuffle``): permutes each query's list (or its top ``top_k``) with a generator
+    seeded by (seed, qid). No LLM call, no product text.
+
+    Writes no score column of its own (a spec cannot name it as a stage): ``score`` becomes n - position of the
+    permuted order, the input score is kept as ``first_stage_score``. Options: ``seed`` (default: the run seed),
+    ``top_k`` (default: the whole list). ``stats``: ``queries``, ``moved``.
+    """
+
     type_name = "shuffle"
 
     def __init__(self, seed: int = 0, top_k: int | None = None):
@@ -78,6 +86,13 @@ class Shuffle(pt.Transformer):
 
 
 class RandomReranker(Reranker):
+    """The floor any reranker must beat (type ``random``): scores the top_k (default 20) uniformly at random with a
+    generator seeded by (seed, qid). No LLM call, reads no product text.
+
+    Score: a uniform draw in [0, 1), in ``random_score`` (``<stage>_score`` when the spec names the stage). Options:
+    ``seed`` (default: the run seed) and ``top_k``.
+    """
+
     type_name = "random"
     needs_text = False
 

@@ -47,6 +47,17 @@ LABELS = {"grade": "deliberated_label", "yesno": "deliberated_yesno", "checklist
 
 
 class DeliberatedReranker(Reranker):
+    """Grades each of the top_k products against the attributes of the ideal product for the query (type
+    ``deliberated``): 1 call per query string for the attributes (shared by its products, cached) plus 1 call per
+    product, so top_k + 1 calls per query.
+
+    Score: grade + confidence / 2 for the default 0-3 grade question; P(yes) or the expected checklist grade / 3 for
+    the other question types (module docstring). Score column: ``deliberated_score`` (``<stage>_score`` when the
+    spec names the stage). Options: the question type of the second step, ``confidence`` ("logprobs" | "stated"),
+    ``attribute_tokens`` (generation length of the attributes) and the common options (``top_k``, ``fields``, the
+    product-text budget, ``guard``: base.COMMON_OPTIONS).
+    """
+
     type_name = "deliberated"
 
     def __init__(self, llm: Any, *, confidence: str = "logprobs", attribute_tokens: int = 160, question: str = "grade",

@@ -45,6 +45,14 @@ def parse_weights(value: Any, path: str) -> dict[str, float]:
 
 
 class Fuse(pt.Transformer):
+    """A weighted sum of earlier stages' score columns, each min-max normalised per query (type ``fuse``): no LLM call.
+
+    Reads the columns the ``weights`` table names (a column, or a stage whose ``<key>_score`` it completes:
+    ``first_stage``, ``pointwise``, ...); writes the fused value to ``fuse_score`` (NaN for rows missing a weighted
+    value, which follow in their prior order, counted ``unscored``); ``score`` becomes n - position. A spec cannot
+    name it as a stage. Option: ``weights`` (required, numbers >= 0, at least one positive).
+    """
+
     type_name = "fuse"
 
     def __init__(self, weights: Mapping[str, float]):

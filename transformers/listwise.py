@@ -27,6 +27,16 @@ def check_calibrate(opts: dict[str, Any], path: str) -> None:
 
 
 class ListwiseReranker(Reranker):
+    """Orders the top_k of each query as one window (type ``listwise``): 1 call per query (``method = "generation"``,
+    RankGPT: the model writes a permutation; ``"likelihood"``, FIRST: one label request, at most 20 products), x m
+    with ``shuffles = m``, +1 per query and window size with ``calibrate = true``.
+
+    Score: only an order: n - position in the window's order (``scores_from_order``), so the score column
+    ``listwise_score`` (``<stage>_score`` when the spec names the stage) carries no strength of preference. Options:
+    ``method``, ``shuffles``, ``seed`` (of the shuffles), ``calibrate`` and the common options (``top_k``,
+    ``fields``, the product-text budget, ``guard``: base.COMMON_OPTIONS).
+    """
+
     type_name = "listwise"
 
     def __init__(self, llm: Any, *, method: str = "generation", shuffles: int = 0, seed: int = 0,

@@ -61,6 +61,16 @@ class Counted:
 
 
 class PairwiseProbReranker(Reranker):
+    """Orders the top_k of each query by pairwise preferences read from the probabilities of the letters A/B (type
+    ``pairwise_prob``): per query, pairs asked x 2 calls (both orders) or x 1 (``both_orders = false``); pairs asked
+    = k(k-1)/2 for ``strategy = "allpairs"``, fewer for ``"sliding"`` and ``"sort"`` (module docstring).
+
+    Score: ``"allpairs"``: the soft win count (sum over opponents of p(i over j)), a strength; ``"sliding"`` and
+    ``"sort"``: only an order (n - position). Score column: ``pairwise_prob_score`` (``<stage>_score`` when the spec
+    names the stage). Options: ``strategy``, ``passes`` (``"sliding"`` only), ``both_orders`` and the common options
+    (``top_k``, ``fields``, the product-text budget, ``guard``: base.COMMON_OPTIONS).
+    """
+
     type_name = "pairwise_prob"
 
     def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,

@@ -58,6 +58,16 @@ def fuse(llm_scores: Sequence[float], prior_scores: Sequence[float], alpha: floa
 
 
 class PointwiseReranker(Reranker):
+    """Scores each of the top_k products on its own (type ``pointwise``): 1 call per (query, product), so top_k calls
+    per query (each a one-token label request read from its probabilities).
+
+    Score: ``variant = "best"``: the expected 0-3 grade / 3; ``"yesno"``: P(yes); both in [0, 1], blended with the
+    min-max normalised first-stage score when the blending weight is below 1 (module docstring). Score column:
+    ``pointwise_score`` (``<stage>_score`` when the spec names the stage). Options: ``variant``, ``template``, the
+    blending weight, ``max_new_tokens`` (generation length) and the common options (``top_k``, ``fields``, the
+    product-text budget, ``guard``: base.COMMON_OPTIONS).
+    """
+
     type_name = "pointwise"
 
     def __init__(self, llm: Any, *, variant: str = "best", template: str | None = None, alpha: float = 1.0,

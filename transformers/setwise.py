@@ -50,6 +50,17 @@ def label_list(n: int) -> str:
 
 
 class SetwiseReranker(Reranker):
+    """Settles the top ``select`` of the top_k of each query by asking for the best of sets of ``set_size`` products
+    (type ``setwise``), read from the probabilities of the letters: per query, one call per set asked (at most n +
+    (k-1) x ceil(log_(c-1) n) sets for ``strategy = "heap"``; n = 20, c = 3, k = 10: at most 65), x 2 with
+    ``debias``, +1 call per query and set size with ``calibrate``.
+
+    Score: only an order (n - position; the products below ``select`` keep their prior order), in ``setwise_score``
+    (``<stage>_score`` when the spec names the stage). Options: ``strategy`` ("heap" | "bubble"), ``set_size``,
+    ``select``, ``debias``, ``calibrate`` and the common options (``top_k``, ``fields``, the product-text budget,
+    ``guard``: base.COMMON_OPTIONS).
+    """
+
     type_name = "setwise"
 
     def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,

@@ -29,6 +29,15 @@ def window_starts(k: int, window: int, step: int) -> list[int]:
 
 
 class SlidingWindowReranker(ListwiseReranker):
+    """Orders the top_k (default 100) of each query by listwise windows sliding from the bottom to the top (type
+    ``sliding``): ceil((top_k - window) / step) + 1 calls per query and pass (1 when top_k <= window), x ``passes``,
+    x m with ``shuffles = m``. With top_k 100, window 20, step 10: 9 calls per query.
+
+    Score: only an order (n - final position), in ``sliding_score`` (``<stage>_score`` when the spec names the
+    stage). Options: ``window``, ``step``, ``passes`` and the listwise ones (``method``, ``shuffles``, ``seed``,
+    ``calibrate``, common options (``top_k``, ``fields``, the product-text budget, ``guard``: base.COMMON_OPTIONS)).
+    """
+
     type_name = "sliding"
 
     def __init__(self, llm: Any, *, window: int = 20, step: int = 10, passes: int = 1, top_k: int | None = 100,

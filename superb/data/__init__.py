@@ -1,6 +1,7 @@
 """superb.data: product search test collections behind one interface (superb.data.base.Dataset).
 
-``load_dataset({"name": "chorus"})`` returns a Dataset; each loader checks its own option keys. Loaders:
+``load_dataset("chorus")`` (or the spec form ``load_dataset({"name": "chorus"})``) returns a Dataset; each loader
+checks its own option keys (``load_dataset("local", docs=..., queries=..., qrels=...)``). Loaders:
 
   chorus            Chorus Icecat electronics, pinned upstream files fetched and sha256-checked (superb.data.chorus)
   esci              Amazon Shopping Queries, user-provided parquet files (superb.data.esci)
@@ -46,10 +47,19 @@ def loader_names() -> list[str]:
     return sorted(_LOADERS)
 
 
-def load_dataset(config: Mapping[str, Any], path: str = "dataset") -> "Dataset":
-    """The data set described by ``config`` (a spec's [dataset] table); errors carry ``path``-prefixed keys."""
+def load_dataset(config: str | Mapping[str, Any], path: str = "dataset", **options: Any) -> "Dataset":
+    """The data set named ``config`` (``"chorus"``) or described by it (a spec's [dataset] table, ``{"name":
+    "chorus", ...}``); keyword ``options`` are the loader's option keys. Errors carry ``path``-prefixed keys."""
+    if isinstance(config, str):
+        config = {"name": config}
     if not isinstance(config, Mapping):
-        raise SpecError(path, f"expected a table with a `name` key, got {type(config).__name__}")
+        raise SpecError(path, f"expected a data set name such as \"chorus\" or a table with a `name` key, got "
+                              f"{type(config).__name__}")
+    if options:
+        both = sorted(set(options) & set(config))
+        if both:
+            raise SpecError(f"{path}.{both[0]}", "given both in the table and as a keyword argument; give it once")
+        config = {**config, **options}
     name = config.get("name")
     if name not in _LOADERS:
         raise SpecError(f"{path}.name", f"unknown data set {name!r}; known: {loader_names()}")

@@ -5,15 +5,22 @@ Measures are values (``P@5``, ``nDCG@10``, ``P(rel=2)@5``) as in ir_measures; ``
 
 The binary threshold: measures that count a document as relevant or not (P, R, AP, RR, Success, ...: those with a
 ``rel`` parameter) get ``rel=<threshold>`` unless the name already sets it. Graded measures (nDCG) keep the labels as
-gains: SUPERB's nDCG uses the 0-3 labels, its P@k counts labels >= 2.
+gains: SUPERB's nDCG uses the 0-3 labels, its P@k counts labels >= 2. So a spec's ``P@10`` is computed, and named in
+every table, run file and pt.Experiment-style column, as ``P(rel=2)@10`` on a data set whose threshold is 2; the
+renaming is logged once per process (logger ``superb.eval.measures``, INFO) and stated in the table's note ("Binary
+measures ... count labels >= 2 as relevant").
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 
 from superb.errors import SpecError
+
+log = logging.getLogger(__name__)
+_TOLD: set[tuple[str, str]] = set()  # (written name, name used) renamings already logged
 
 DEFAULT_MEASURES: tuple[str, ...] = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
 """The six measures of SUPERB's Table 4."""
@@ -41,7 +48,9 @@ def _suggest(name: str) -> str:
 
 
 def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.measures"):
-    """Parse one measure name; apply the binary threshold ``rel`` to measures that have a ``rel`` parameter."""
+    """Parse one measure name; apply the binary threshold ``rel`` to measures that have a ``rel`` parameter and do not
+    set it: ``parse_measure("P@10", rel=2)`` is ``P(rel=2)@10`` (logged once, INFO: 'measure P@10 is computed as
+    P(rel=2)@10 ...')."""
     import ir_measures
 
     if not isinstance(name, str) or not name.strip():
@@ -57,6 +66,11 @@ def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.mea
     explicit = "rel" in measure.params or re.search(r"\brel\s*=", name) is not None
     if rel is not None and "rel" in measure.SUPPORTED_PARAMS and not explicit:
         measure = measure(rel=rel)
+        renamed = (name.strip(), repr(measure))
+        if renamed[0] != renamed[1] and renamed not in _TOLD:
+            _TOLD.add(renamed)
+            log.info("measure %s is computed as %s: binary measures count labels >= %d as relevant (the data set's "
+                     "threshold, [evaluation] rel); tables and run files name it %s", *renamed, rel, renamed[1])
     return measure
 
 

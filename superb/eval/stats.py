@@ -172,9 +172,13 @@ class PairedTest:
 
 
 def correct_experiment(result: pd.DataFrame, method: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
-    """A ``pt.Experiment(..., baseline=...)`` result (without ``correction``) with, after each "<measure> p-value"
-    column, "<measure> reject" and "<measure> p-value corrected": :func:`correct` over the rows of that column (one
-    family per measure; the baseline row and identical systems have NaN p and are neither counted nor rejected)."""
+    """A ``pt.Experiment(..., baseline=...)`` result with, after each "<measure> p-value" column, "<measure> reject"
+    and "<measure> p-value corrected": :func:`correct` over the rows of that column (one family per measure; the
+    baseline row and identical systems have NaN p and are neither counted nor rejected).
+
+    Works whether or not pt.Experiment was given ``correction=``: the two columns pt.Experiment then adds (its
+    correction counts identical systems, whose p is NaN) are replaced in place by this one's, so the columns keep
+    pt.Experiment's order either way."""
     columns = [c for c in result.columns if str(c).endswith(" p-value")]
     if not columns:
         raise ValueError("the pt.Experiment result has no '<measure> p-value' columns: run it with baseline=<index>")
@@ -182,7 +186,13 @@ def correct_experiment(result: pd.DataFrame, method: str = "holm", alpha: float 
     for col in columns:
         p = pd.to_numeric(out[col], errors="coerce").to_numpy(dtype=float)
         corrected, reject = correct(p, method, alpha)
+        reject_col, corrected_col = col.replace(" p-value", " reject"), col + " corrected"
+        if reject_col in out.columns and corrected_col in out.columns:  # pt.Experiment(correction=...) already did
+            out[reject_col] = reject
+            out[corrected_col] = corrected
+            continue
+        out = out.drop(columns=[c for c in (reject_col, corrected_col) if c in out.columns])
         at = out.columns.get_loc(col)
-        out.insert(at + 1, col.replace(" p-value", " reject"), reject)
-        out.insert(at + 2, col + " corrected", corrected)
+        out.insert(at + 1, reject_col, reject)
+        out.insert(at + 2, corrected_col, corrected)
     return out
