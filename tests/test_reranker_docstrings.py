@@ -1,10 +1,8 @@
 """Every registered reranker class says what it is in its own docstring (issue 24: 9 of 12 had none)."""
 
-import importlib
-
 import pytest
 
-from superb.transformers.registry import RERANKERS
+from superb.transformers.registry import RERANKERS, reranker_class
 
 # written for issue 24: each names its spec type, its LLM calls (or that it makes none) and its score column
 DOCUMENTED_HERE = {"pointwise": "pointwise_score", "deliberated": "deliberated_score", "listwise": "listwise_score",
@@ -13,14 +11,13 @@ DOCUMENTED_HERE = {"pointwise": "pointwise_score", "deliberated": "deliberated_s
 
 
 def _class(type_name: str) -> type:
-    module, _, name = RERANKERS[type_name].partition(":")
-    return getattr(importlib.import_module(module), name)
+    return reranker_class(type_name)
 
 
 @pytest.mark.parametrize("type_name", sorted(RERANKERS))
 def test_every_registered_class_has_its_own_docstring(type_name):
     doc = _class(type_name).__dict__.get("__doc__") or ""
-    assert len(doc.split()) >= 10, f"{RERANKERS[type_name]} has no class docstring of its own"
+    assert len(doc.split()) >= 10, f"{RERANKERS[type_name].path} has no class docstring of its own"
 
 
 @pytest.mark.parametrize("type_name", sorted(DOCUMENTED_HERE))

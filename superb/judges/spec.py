@@ -94,7 +94,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from superb.data.splits import SPLITS
 from superb.errors import SpecError
 from superb.spec import check_keys, parse_queries, read_toml, typed
 
