@@ -70,9 +70,9 @@ def test_sliding_likelihood(llm, chorus_run):
     assert rr.stats["calls"] == rr.stats["windows"] == 2
 
 
-@pytest.mark.parametrize("label", ["yesno", "checklist"])
-def test_deliberated_labels(llm, chorus_run, label):
-    rr, out = build({"type": "deliberated", "label": label, "attribute_tokens": 64}, chorus_run, llm)
+@pytest.mark.parametrize("question", ["yesno", "checklist"])
+def test_deliberated_labels(llm, chorus_run, question):
+    rr, out = build({"type": "deliberated", "question": question, "attribute_tokens": 64}, chorus_run, llm)
     assert rr.stats["calls"] == K + 1  # the attributes (a response-cache hit for the second label) + one per product
     scores = out["deliberated_score"].dropna()
     assert len(scores) == K and scores.between(0, 1).all() and scores.nunique() > 1
