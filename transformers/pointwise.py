@@ -24,7 +24,8 @@ Fallbacks, each counted in ``stats``: no logprobs / no label token among them ->
 Blending with the first stage (``alpha``, as the bi-encoder's; formerly ``fusion``): the top_k is ORDERED by
 alpha * LLM score + (1 - alpha) * min-max normalised input score of the query's top_k (the first-stage score when this
 is the first reranking stage; all equal normalise to 0): base.Reranker.order_values. ``pointwise_score`` keeps the raw
-LLM score whatever alpha; the blend is stored nowhere. alpha = 1 (default) orders by the LLM score alone.
+LLM score whatever alpha; the blend goes to ``pointwise_blend_score``. alpha = 1 (default) orders by the LLM score
+alone.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ class PointwiseReranker(Reranker):
     Score column ``pointwise_score`` (``<stage>_score`` when the spec names the stage), the raw LLM score:
     ``variant = "best"``: the expected 0-3 grade / 3; ``"yesno"``: P(yes); both in [0, 1]. With ``alpha`` < 1 the
     top_k is ordered by its blend with the min-max normalised first-stage score (module docstring), the column keeps
-    the raw score. Options: ``variant``, ``template``, ``alpha``, ``max_new_tokens`` (generation length) and the
-    common options (``top_k``, ``fields``, the product-text budget, ``guard``: base.COMMON_OPTIONS).
+    the raw score (the blend: ``pointwise_blend_score``). Options: ``variant``, ``template``, ``alpha``,
+    ``max_new_tokens`` (generation length) and the common options (``top_k``, ``fields``, the product-text budget,
+    ``guard``: base.COMMON_OPTIONS).
     """
 
     type_name = "pointwise"
