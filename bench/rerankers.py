@@ -394,7 +394,7 @@ def section_dev(args, results: dict | None = None) -> dict:
     import pyterrier as pt
 
     from superb.transformers import BuildContext, build_reranker
-    from superb.transformers.pointwise import fuse
+    from superb.transformers.options import blend
 
     ds, run = chorus(args.dev_queries, 20, split="dev")
     qrels = ds.qrels()
@@ -414,7 +414,7 @@ def section_dev(args, results: dict | None = None) -> dict:
                 for _, g in scored.groupby("qid", sort=False):
                     g = g.sort_values("rank")
                     prior = run.set_index(["qid", "docno"]).loc[list(zip(g.qid, g.docno)), "score"].tolist()
-                    fused.append(g.assign(score=fuse(g["llm_score"].tolist(), prior, alpha)))
+                    fused.append(g.assign(score=blend(g[rr.score_column].tolist(), prior, alpha)))
                 fused = pt.model.add_ranks(__import__("pandas").concat(fused))
                 row = {"template": template, "alpha": alpha, **evaluate(fused, qrels), "calls": rr.stats["calls"],
                        "wall_s": round(wall, 1)}

@@ -17,8 +17,9 @@ Layout of ``results/NAME/``:
   runs/SYSTEM.run          TREC run files (pt.io), scores strictly decreasing in rank order (superb.runs):
                            trec_eval, ir_measures or pt.Experiment on these files and qrels.trec give table.csv
   systems.json             system name -> run file
-  stage_scores.csv.gz      each stage's own score (first_stage_score, <stage>_score, llm_score, fuse_score) of each
-                           system's top 10 per query, the rows report.html shows (superb.stage_scores)
+  stage_scores.csv.gz      each stage's own raw score (first_stage_score, <stage>_score, <stage>_blend_score with
+                           alpha < 1, fuse_score) of each system's top 10 per query, the rows report.html shows
+                           (superb.stage_scores)
   qrels.trec, topics.tsv   exactly what was evaluated
   responses.jsonl.gz       the cached LLM answers the run used (superb/llm/ship.py): `superb responses replay`
   provenance.json          spec, package versions, data checksums, project commit, LLM endpoint/model, timings, the

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from superb.errors import SpecError
-from superb.transformers.registry import needs_llm, score_column
+from superb.transformers.registry import needs_llm, score_columns
 
 DEFAULT_MEASURES = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
 INTERVALS = ("t", "bootstrap")
@@ -367,9 +367,10 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
 
 def _check_fuse_weights(p: PipelineSpec, earlier: Mapping[str, PipelineSpec]) -> None:
     """Each ``fuse`` stage's weight keys name a score column that comes before it: ``first_stage_score`` or the
-    ``<type>_score`` / ``<stage>_score`` of an earlier stage of this pipeline or of its input chain (a key may drop the
-    ``_score``, as the fuse reads it). Checked when the spec is read, so that a typo costs no first stage or LLM call
-    (the fuse itself would fail only after the stages before it ran). Other weight errors are left to the fuse."""
+    ``<type>_score`` / ``<stage>_score`` of an earlier stage of this pipeline or of its input chain, or the
+    ``<stage>_blend_score`` of one with alpha < 1 (a key may drop the ``_score``, as the fuse reads it). Checked when
+    the spec is read, so that a typo costs no first stage or LLM call (the fuse itself would fail only after the stages
+    before it ran). Other weight errors are left to the fuse."""
     chain: list[PipelineSpec] = []
     q: PipelineSpec | None = p
     while q is not None:
@@ -377,7 +378,7 @@ def _check_fuse_weights(p: PipelineSpec, earlier: Mapping[str, PipelineSpec]) ->
         q = earlier.get(q.input) if q.input else None
     columns = ["first_stage_score"]
     for stage in (r for q in reversed(chain[1:]) for r in q.rerank):
-        columns.append(score_column(stage))
+        columns += score_columns(stage)
     for j, stage in enumerate(p.rerank):
         weights = stage.get("weights")
         if stage.get("type") == "fuse" and isinstance(weights, Mapping):
@@ -387,8 +388,9 @@ def _check_fuse_weights(p: PipelineSpec, earlier: Mapping[str, PipelineSpec]) ->
                     raise SpecError(f"{p.path}.rerank[{j}].weights.{key}",
                                     f"no earlier stage writes {key!r} or {str(key) + '_score'!r}; the columns "
                                     f"available here are {known} (a stage's column is <type>_score, or "
-                                    "<stage>_score when it sets stage = \"NAME\"; a key may drop the _score)")
-        columns.append(score_column(stage))
+                                    "<stage>_score when it sets stage = \"NAME\", and <stage>_blend_score with "
+                                    "alpha < 1; a key may drop the _score)")
+        columns += score_columns(stage)
 
 
 def file_name(system: str) -> str:

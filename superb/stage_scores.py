@@ -1,14 +1,15 @@
 """stage_scores.csv.gz of a results folder: each stage's own score of the products a system ranks first.
 
-A reranked run file holds rank-derived scores (transformers/base.py: n - position, so that score and rank agree);
-the raw scores live in the run frame's ``*_score`` columns while ``superb run`` runs: ``first_stage_score`` (the
-retrieval score a reranking stage read), ``<stage>_score`` (each reranker's own: P(yes), a label probability, a
-cosine; base.py ``score_column``), ``llm_score`` (the last LLM stage's, a copy of its own column) and ``fuse_score``
-(transformers/fuse.py). This file keeps them for the top :data:`TOP` of each query of each system, the rows
-report.html shows: columns ``system, qid, docno, rank`` (rank as in ``runs/SYSTEM.run``: the same order, counted
-from 0 as PyTerrier writes it), then every ``*_score`` column any system has, in order of first appearance, empty
-where a system lacks it or a stage did not score the product (below its top_k). Values at full precision (the
-shortest text that reads back as the same double); gzip with mtime 0, so the same run gives the same bytes.
+A reranked run file holds rank-derived scores (transformers/base.py: ``score`` is only an order, n - position, so that
+score and rank agree); the raw scores live in the run frame's ``*_score`` columns while ``superb run`` runs:
+``first_stage_score`` (the retrieval score a reranking stage read), ``<stage>_score`` (each reranker's own raw score:
+P(yes), an expected grade, a cosine, whatever the stage's ``alpha``; base.py ``score_column``), ``<stage>_blend_score``
+(the blend a stage with alpha < 1 is ordered by) and ``fuse_score`` (transformers/fuse.py). This file keeps them for the
+top :data:`TOP` of each query of each system, the rows report.html shows: columns ``system, qid, docno, rank`` (rank as
+in ``runs/SYSTEM.run``: the same order, counted from 0 as PyTerrier writes it), then every ``*_score`` column any system
+has, in order of first appearance, empty where a system lacks it or a stage did not score the product (below its top_k).
+Values at full precision (the shortest text that reads back as the same double); gzip with mtime 0, so the same run
+gives the same bytes.
 """
 
 from __future__ import annotations

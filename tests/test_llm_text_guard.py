@@ -114,7 +114,7 @@ def test_guarded_pointwise_prompt_restates_the_question_and_carries_no_hostile_t
         plain = build_reranker({**spec, "template": "pointwise_yesno_product"}, context=ctx, path="p[1].rerank[0]")
         out = plain(frame())
         # unguarded, both attacks reach the model: the accessories tie with the laptop
-        assert dict(zip(out.docno, out.llm_score)) == pytest.approx({"d0": 0.95, "d1": 0.95, "d2": 0.95})
+        assert dict(zip(out.docno, out.pointwise_score)) == pytest.approx({"d0": 0.95, "d1": 0.95, "d2": 0.95})
         default_prompts = [prompt_of(r) for r in srv.received]
         srv.received.clear()
         guarded = build_reranker({**spec, "template": "pointwise_yesno_product_guard", "guard": True},

@@ -197,7 +197,7 @@ def test_each_product_shows_its_score_at_each_stage(tiny_folder, tmp_path):
                 found = re.search(rf"\b{column[:-6]} (\S+)", text)
                 assert found and float(found.group(1)) == pytest.approx(row[column], rel=1e-3), (docno, text)
                 checked += 1
-            assert "llm " not in text  # llm_score repeats random_score: not shown twice
+            assert "llm " not in text  # each stage shows its own column only; no copy named llm
     assert checked >= 2 * len(lists[1].find_all("li"))
     assert "scores not stored" not in dom.by_id("side-by-side").text()
 

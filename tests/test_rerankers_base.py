@@ -47,7 +47,8 @@ def test_empty_frame_makes_no_call_and_has_columns():
     r = ReverseByLength(top_k=2)
     out = r(frame([]))
     assert len(out) == 0
-    assert {"qid", "docno", "score", "rank", "llm_score"} <= set(out.columns)
+    assert {"qid", "docno", "score", "rank", "reverse_score", "first_stage_score"} <= set(out.columns)
+    assert "llm_score" not in out.columns
     assert r.seen == [] and r.stats["queries"] == 0
 
 
@@ -65,7 +66,7 @@ def test_top_k_split_keeps_tail_in_prior_order(two_queries):
     assert list(q1.docno) == ["b", "c", "a", "d"]
     assert list(q1["rank"]) == [0, 1, 2, 3]
     assert q1["score"].is_monotonic_decreasing
-    assert pd.isna(q1[q1.docno == "d"]["llm_score"]).all()
+    assert pd.isna(q1[q1.docno == "d"]["reverse_score"]).all()
     q2 = out[out.qid == "q2"].sort_values("rank")
     assert list(q2.docno) == ["f", "e"]
     assert [len(c) for c in r.seen] == [3, 2]

@@ -50,8 +50,8 @@ def test_pointwise_real_model(llm, chorus_run):
     assert rr.stats["calls"] == len(run) and rr.stats["failures"] == 0
     assert rr.stats["prompt_tokens"] > 0
     assert rr.stats["fallback_parsed_label"] + rr.stats["fallback_unparsed"] == 0  # llama.cpp gives logprobs
-    assert out["llm_score"].nunique() > 1
-    assert out["llm_score"].between(0, 1).all()
+    assert out["pointwise_score"].nunique() > 1
+    assert out["pointwise_score"].between(0, 1).all()
 
 
 def test_listwise_real_model(llm, chorus_run):

@@ -48,7 +48,7 @@ def test_pairwise_prob(llm, chorus_run):
     rr, out = build({"type": "pairwise_prob", "strategy": "allpairs"}, chorus_run, llm)
     assert rr.stats["calls"] == 2 * 10 == rr.stats["pref_answered_logprobs"]
     head = out.sort_values("rank").head(K)
-    assert head["llm_score"].sum() == pytest.approx(10.0) and head["llm_score"].nunique() > 1
+    assert head[rr.score_column].sum() == pytest.approx(10.0) and head[rr.score_column].nunique() > 1
 
 
 def test_setwise_heap_debiased(llm, chorus_run):

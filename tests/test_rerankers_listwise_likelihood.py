@@ -53,7 +53,7 @@ def test_window_ordered_by_first_identifier_probability_by_hand():
     assert rr.stats["calls"] == 1 and rr.stats["likelihood_absent"] == 1 and rr.stats["answered_logprobs"] == 1
     assert lettered(body) == [("A", "a"), ("B", "b"), ("C", "c"), ("D", "d")]
     assert body["max_tokens"] == 1 and body["top_logprobs"] == 20 and prompt_of(body).rstrip().endswith("Ranking:")
-    got = dict(zip(out.docno, out.llm_score))
+    got = dict(zip(out.docno, out.listwise_score))
     assert got["q-b"] > got["q-d"] > got["q-a"] > got["q-c"]
 
 
@@ -141,7 +141,7 @@ def test_empty_frame_makes_no_call():
         for rr in (ListwiseReranker(llm, method="likelihood", shuffles=2, top_k=5),
                    SlidingWindowReranker(llm, method="likelihood", window=3, step=2, top_k=5)):
             out = rr(frame([]))
-            assert len(out) == 0 and {rr.score_column, "llm_score", "rank"} <= set(out.columns)
+            assert len(out) == 0 and {rr.score_column, "first_stage_score", "rank"} <= set(out.columns)
         assert srv.requests == 0
 
 

@@ -56,7 +56,7 @@ def test_both_orders_recover_the_hidden_order_despite_a_strong_position_bias(str
     if strategy == "allpairs":
         assert st_["comparisons"] == 2 * 45 and st_["comparisons_memo"] == 0
         # raw scores are the soft win sums: 45 pairs' worth per query
-        assert out[out.qid == "q1"]["llm_score"].sum() == pytest.approx(45)
+        assert out[out.qid == "q1"]["pairwise_prob_score"].sum() == pytest.approx(45)
     elif strategy == "sort":
         assert st_["comparisons"] <= 2 * 25
     else:  # 10 passes over 10: 9 + 8 + ... + 1 = 45 questions, repeats from the memo
@@ -139,7 +139,8 @@ def test_empty_frame_gives_the_columns_and_makes_no_call():
         out = PairwiseProbReranker(llm)(frame(0))
         assert srv.requests == 0
     assert len(out) == 0
-    assert {"docno", "rank", "score", "llm_score", "pairwise_prob_score", "first_stage_score"} <= set(out.columns)
+    assert {"docno", "rank", "score", "pairwise_prob_score", "first_stage_score"} <= set(out.columns)
+    assert "llm_score" not in out.columns
 
 
 def test_from_spec_reads_and_rejects_options():
@@ -184,5 +185,5 @@ def test_docnos_preserved_for_any_model_output(replies, sizes, top_k, strategy, 
     rr = PairwiseProbReranker(ScriptedLLM(replies), top_k=top_k, strategy=strategy, both_orders=both)
     out = rr(inp)
     assert_docnos_preserved(inp, out)
-    assert out["llm_score"].notna().sum() == sum(min(n, top_k) for n in sizes)
-    assert all(math.isfinite(x) for x in out["llm_score"].dropna())
+    assert out["pairwise_prob_score"].notna().sum() == sum(min(n, top_k) for n in sizes)
+    assert all(math.isfinite(x) for x in out["pairwise_prob_score"].dropna())

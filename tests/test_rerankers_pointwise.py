@@ -49,8 +49,8 @@ def test_best_variant_expected_grade_and_first_stage_ties():
         sent = srv.received
     # plastic (d1) and steel (d3) both 2.5/3: the first stage breaks the tie (d1 first); brush 0.8, cable 0.1
     assert order(out, "q1") == ["q1-d1", "q1-d3", "q1-d2", "q1-d0"]
-    llm_scores = dict(zip(out.docno, out.llm_score))
-    assert llm_scores["q1-d3"] == pytest.approx(2.5 / 3) and llm_scores["q1-d2"] == pytest.approx(0.8 / 3)
+    own = dict(zip(out.docno, out.pointwise_score))
+    assert own["q1-d3"] == pytest.approx(2.5 / 3) and own["q1-d2"] == pytest.approx(0.8 / 3)
     assert rr.stats["calls"] == 4 and rr.stats["failures"] == 0
     # shared text first, product last; logprobs requested; a tiny generation budget
     p = prompt_of(sent[0])
@@ -70,7 +70,7 @@ def test_yesno_variant_uses_p_yes_with_product_template():
         out = rr(frame("q", "water bottle", ["bottle brush", "usb cable", "steel bottle"]))
         assert "accessory" in prompt_of(srv.received[0])
     assert order(out, "q") == ["q-d2", "q-d0", "q-d1"]
-    assert dict(zip(out.docno, out.llm_score))["q-d0"] == pytest.approx(0.3)
+    assert dict(zip(out.docno, out.pointwise_score))["q-d0"] == pytest.approx(0.3)
 
 
 def test_umbrela_rubric_as_a_best_variant_reads_the_expected_grade():
@@ -82,7 +82,7 @@ def test_umbrela_rubric_as_a_best_variant_reads_the_expected_grade():
         out = rr(frame("q", "water bottle", ["bottle brush", "steel bottle"]))
         assert "integer scale of 0 to 3" in prompt_of(srv.received[0])
     assert order(out, "q") == ["q-d1", "q-d0"]
-    assert dict(zip(out.docno, out.llm_score))["q-d1"] == pytest.approx((3 * 0.7 + 2 * 0.2) / 3)
+    assert dict(zip(out.docno, out.pointwise_score))["q-d1"] == pytest.approx((3 * 0.7 + 2 * 0.2) / 3)
     with pytest.raises(SpecError, match="judge_umbrela"):  # its labels are grades, not yes/no
         build_reranker({"type": "pointwise", "variant": "yesno", "template": "judge_umbrela"}, context=ctx,
                        path="pipelines[1].rerank[0]")
@@ -114,7 +114,8 @@ def test_text_fallback_order():
 
 def test_fusion_by_hand():
     # yes/no P(yes): d0 0.2, d1 0.6, d2 1.0; first-stage scores 3, 2, 1 -> min-max 1, 0.5, 0
-    # alpha 0.5: d0 0.5*0.2 + 0.5*1 = 0.6; d1 0.3 + 0.25 = 0.55; d2 0.5 + 0 = 0.5 -> order d0, d1, d2
+    # alpha 0.5: d0 0.5*0.2 + 0.5*1 = 0.6; d1 0.3 + 0.25 = 0.55; d2 0.5 + 0 = 0.5 -> order d0, d1, d2; the
+    # stage's column keeps the raw P(yes), the blend only orders
     p_yes = {"a": 0.2, "b": 0.6, "c": 1.0}
 
     def responder(r):
@@ -124,7 +125,7 @@ def test_fusion_by_hand():
     with FakeServer(responder=responder) as srv, client(srv) as llm:
         fused = PointwiseReranker(llm, variant="yesno", alpha=0.5)(frame("q", "x", ["a", "b", "c"]))
         pure = PointwiseReranker(llm, variant="yesno", alpha=1.0)(frame("q", "x", ["a", "b", "c"]))
-    assert dict(zip(fused.docno, fused.llm_score)) == pytest.approx({"q-d0": 0.6, "q-d1": 0.55, "q-d2": 0.5})
+    assert dict(zip(fused.docno, fused.pointwise_score)) == pytest.approx({"q-d0": 0.2, "q-d1": 0.6, "q-d2": 1.0})
     assert order(fused, "q") == ["q-d0", "q-d1", "q-d2"]
     assert order(pure, "q") == ["q-d2", "q-d1", "q-d0"]
 
@@ -231,7 +232,7 @@ def test_deliberated_yesno_label_scores_p_yes_against_the_attributes():
         label_prompt = prompt_of(srv.received[-1])
     assert order(out, "q") == ["q-d2", "q-d1", "q-d0"]
     # P(yes) renormalised over yes/no ("Yes" counts as yes): steel (0.72 + 0.0001) / (0.9 + 0.0001)
-    assert dict(zip(out.docno, out.llm_score))["q-d2"] == pytest.approx(0.7201 / 0.9001)
+    assert dict(zip(out.docno, out.deliberated_score))["q-d2"] == pytest.approx(0.7201 / 0.9001)
     assert "AND has the ideal attributes" in label_prompt and label_prompt.rstrip().endswith("Answer:")
     assert label_prompt.index("- leak-proof") < label_prompt.index("Product: <<<")
     assert rr.stats["calls"] == 4 and rr.stats["fallback_parsed_label"] == 0
@@ -250,7 +251,7 @@ def test_deliberated_checklist_label_scores_the_expected_grade_with_fallbacks():
         rr = DeliberatedReranker(llm, question="checklist", top_k=10)
         out = rr(frame("q", "tent", ["D", "C", "B", "A"]))
         assert "Checklist:\n- lightweight" in prompt_of(srv.received[-1])
-    scores = dict(zip(out.docno, out.llm_score))
+    scores = dict(zip(out.docno, out.deliberated_score))
     # A: E = 2.5 -> 0.833; C: parsed 2 -> 0.667; B: E = 0.9 -> 0.3; D: unparsed -> 0
     assert scores == pytest.approx({"q-d3": 2.5 / 3, "q-d1": 2 / 3, "q-d2": 0.3, "q-d0": 0.0})
     assert rr.stats["fallback_parsed_label"] == 1 and rr.stats["fallback_unparsed"] == 1

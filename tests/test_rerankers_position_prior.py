@@ -153,5 +153,5 @@ def test_docnos_preserved_for_any_model_output(replies, sizes, top_k, kind):
     out = rr(inp)
     assert_docnos_preserved(inp, out)
     head = out.merge(inp[["qid", "docno", "rank"]].rename(columns={"rank": "prior"}), on=["qid", "docno"])
-    head = head[head["prior"] < top_k]  # the reranked head (the tail's llm_score is NaN by design)
-    assert all(math.isfinite(x) for x in head["llm_score"])
+    head = head[head["prior"] < top_k]  # the reranked head (the tail's own score is NaN by design)
+    assert all(math.isfinite(x) for x in head[rr.score_column])

@@ -119,7 +119,7 @@ def test_fallbacks_are_counted_and_keep_the_prior_order():
 def test_empty_frame_and_spec_errors():
     with FakeServer() as srv, client(srv) as llm:
         out = SetwiseReranker(llm)(frame(0))
-        assert srv.requests == 0 and {"setwise_score", "llm_score", "rank"} <= set(out.columns)
+        assert srv.requests == 0 and {"setwise_score", "first_stage_score", "rank"} <= set(out.columns)
     ctx = BuildContext(dataset=None, llm=object())
     with pytest.raises(SpecError, match=r"r\.set_size.*>= 1"):
         build_reranker({"type": "setwise", "set_size": 0}, context=ctx, path="r")

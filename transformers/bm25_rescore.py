@@ -3,8 +3,8 @@
 A first stage retrieves; this stage only re-scores the products it is given, over the same cached Terrier index
 (``pt.terrier.Retriever`` in its re-ranking mode: the input's docnos, nothing else). Its use is a rewritten query
 (``bm25 >> expand >> BM25Rescore(...) >> reset``): BM25's own top 100 ordered by the expanded query, so no product
-outside what BM25 retrieved enters the ranking. The score goes to ``bm25_score`` (and ``llm_score``; the base
-keeps ``first_stage_score``), so ``fuse`` can mix the original and the expanded BM25 scores.
+outside what BM25 retrieved enters the ranking. The score goes to ``bm25_score`` (the base keeps
+``first_stage_score``), so ``fuse`` can mix the original and the expanded BM25 scores.
 
 A product that matches no term of the query gets score 0 (counted: ``unmatched``). The query is sanitised first
 (superb.pipelines.sanitise_query), as the first stage does. Options: ``top_k`` (100), ``fields`` (the indexed fields,

@@ -3,7 +3,7 @@
 A reranker declares its options as ``{name: Opt(default, parser)}`` and calls :func:`read_options`; each parser takes
 ``(value, key_path)`` and raises :class:`superb.errors.SpecError` naming that key path and what is allowed. Unknown keys
 are refused with the list of allowed ones. :func:`minmax` is the one per-query normalisation used wherever two score
-scales are blended.
+scales are blended, and :func:`blend` the one blend of a stage's own score with the first stage (option ``alpha``).
 """
 
 from __future__ import annotations
@@ -108,3 +108,15 @@ def minmax(values: Sequence[float], *, constant: float = 0.0) -> np.ndarray:
     if not hi - lo > 0 or not np.isfinite(hi - lo):
         return np.full_like(v, constant)
     return (v - lo) / (hi - lo)
+
+
+def blend(own: Sequence[float], first_stage: Sequence[float], alpha: float, *, constant: float = 0.0) -> np.ndarray:
+    """The one blend of a stage's own score with the first stage (option ``alpha``, ``Reranker.order_values``):
+    ``alpha * own + (1 - alpha) * minmax(first_stage, constant=constant)`` per query, float64; alpha = 1 is ``own``
+    itself. A non-finite own score stays as it is (it sorts last), whatever alpha."""
+    own = np.asarray(own, dtype=np.float64)
+    if alpha >= 1.0:
+        return own.copy()
+    with np.errstate(invalid="ignore"):  # 0 x -inf; replaced below
+        mixed = alpha * own + (1.0 - alpha) * minmax(first_stage, constant=constant)
+    return np.where(np.isfinite(own), mixed, own)

@@ -5,7 +5,7 @@ Every comparison is ``superb.llm.preference.PairwisePreference``: a one-token "A
 p(i over j) = mean(P_A(i, j), 1 - P_A(j, i)) and a position bias cancels. The preferences are aggregated by a
 strategy object from ``selection.py`` (``strategy``):
 
-- ``"allpairs"`` (default): every pair, soft win sums (``llm_score`` = sum over opponents of p). k(k-1)/2 pairs.
+- ``"allpairs"`` (default): every pair, soft win sums (``pairwise_prob_score`` = sum over opponents of p). k(k-1)/2 pairs.
 - ``"sliding"``: PRP-sliding, ``passes`` m bubble passes from the bottom (the top m settled, the rest in prior
   order): sum over t < m of (k-1-t) pairs, fewer when a pair is asked again (memo).
 - ``"sort"``: stable merge sort deciding i before j when p > 0.5: at most k*ceil(log2 k) - 2**ceil(log2 k) + 1 pairs.

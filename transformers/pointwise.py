@@ -21,18 +21,21 @@ Fallbacks, each counted in ``stats``: no logprobs / no label token among them ->
 (``fallback_parsed_label``); nothing parseable -> score 0 (``fallback_unparsed``); a failed call -> score 0
 (``fallback_failed_call``). Score-0 products sink; ties keep the first-stage order.
 
-Blending with the first stage (``alpha``, as the bi-encoder's; formerly ``fusion``): final = alpha * LLM score + (1 - alpha) * min-max normalised first-stage score of the
-query's top_k (all equal first-stage scores normalise to 0). alpha = 1 (default) is the pure LLM score.
+Blending with the first stage (``alpha``, as the bi-encoder's; formerly ``fusion``): the top_k is ORDERED by
+alpha * LLM score + (1 - alpha) * min-max normalised input score of the query's top_k (the first-stage score when this
+is the first reranking stage; all equal normalise to 0): base.Reranker.order_values. ``pointwise_score`` keeps the raw
+LLM score whatever alpha; the blend goes to ``pointwise_blend_score``. alpha = 1 (default) orders by the LLM score
+alone.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm
-from superb.transformers.options import minmax, one_of, Opt, positive_int, read_options, spec_error, unit_float
+from superb.transformers.base import BLEND_OPTIONS, COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm
+from superb.transformers.options import one_of, Opt, positive_int, read_options, spec_error
 from superb.llm.parsing import (
     LABEL_TOKENS,
     YES_NO_TOKENS,
@@ -49,43 +52,33 @@ TEMPLATES = {
 
 
 
-def fuse(llm_scores: Sequence[float], prior_scores: Sequence[float], alpha: float) -> list[float]:
-    """alpha * LLM score + (1 - alpha) * min-max normalised first-stage score (per query)."""
-    if alpha >= 1.0:
-        return [float(s) for s in llm_scores]
-    prior = minmax(prior_scores).tolist()
-    return [alpha * s + (1.0 - alpha) * p for s, p in zip(llm_scores, prior)]
-
-
 class PointwiseReranker(Reranker):
     """Scores each of the top_k products on its own (type ``pointwise``): 1 call per (query, product), so top_k calls
     per query (each a one-token label request read from its probabilities).
 
-    Score: ``variant = "best"``: the expected 0-3 grade / 3; ``"yesno"``: P(yes); both in [0, 1], blended with the
-    min-max normalised first-stage score when the blending weight is below 1 (module docstring). Score column:
-    ``pointwise_score`` (``<stage>_score`` when the spec names the stage). Options: ``variant``, ``template``, the
-    blending weight, ``max_new_tokens`` (generation length) and the common options (``top_k``, ``fields``, the
-    product-text budget, ``guard``: base.COMMON_OPTIONS).
+    Score column ``pointwise_score`` (``<stage>_score`` when the spec names the stage), the raw LLM score:
+    ``variant = "best"``: the expected 0-3 grade / 3; ``"yesno"``: P(yes); both in [0, 1]. With ``alpha`` < 1 the
+    top_k is ordered by its blend with the min-max normalised first-stage score (module docstring), the column keeps
+    the raw score (the blend: ``pointwise_blend_score``). Options: ``variant``, ``template``, ``alpha``,
+    ``max_new_tokens`` (generation length) and the common options (``top_k``, ``fields``, the product-text budget,
+    ``guard``: base.COMMON_OPTIONS).
     """
 
     type_name = "pointwise"
 
     def __init__(self, llm: Any, *, variant: str = "best", template: str | None = None, alpha: float = 1.0,
                  max_new_tokens: int = LABEL_MAX_TOKENS, **kw: Any):
-        super().__init__(llm, **kw)
+        super().__init__(llm, alpha=alpha, **kw)
         if variant not in VARIANTS:
             raise ValueError(f"PointwiseReranker: variant must be one of {list(VARIANTS)}, got {variant!r}")
         template = template or TEMPLATES[variant][0]
         if template not in TEMPLATES[variant] and not template.startswith(f"pointwise_{variant}"):
             raise ValueError(f"PointwiseReranker: template {template!r} does not answer variant {variant!r}; "
                              f"use one of {list(TEMPLATES[variant])} (or a pointwise_{variant}* template of your own)")
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"PointwiseReranker: alpha must be in [0, 1], got {alpha!r}")
         from superb.llm.prompts import load_template
 
         self.variant = variant
         self.template = load_template(template)
-        self.alpha = float(alpha)
         self.max_new_tokens = int(max_new_tokens)
 
     def __repr__(self) -> str:
@@ -98,7 +91,7 @@ class PointwiseReranker(Reranker):
         schema.update(
             variant=Opt("best", one_of(*VARIANTS)),
             template=Opt(None, one_of(*TEMPLATES["best"], *TEMPLATES["yesno"])),
-            alpha=Opt(1.0, unit_float),
+            **BLEND_OPTIONS,
             max_new_tokens=Opt(LABEL_MAX_TOKENS, positive_int),
         )
         opts = read_options(options, path, schema)
@@ -115,7 +108,7 @@ class PointwiseReranker(Reranker):
 
     async def score(self, cands: Candidates) -> list[float]:
         comps = await asyncio.gather(*(self.complete(self.request(cands.query, t)) for t in cands.texts))
-        return fuse([self.read(c) for c in comps], cands.prior_scores, self.alpha)
+        return [self.read(c) for c in comps]
 
     def read(self, comp: Completion) -> float:
         """The LLM score in [0, 1] of one completion (with counted fallbacks)."""

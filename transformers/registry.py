@@ -62,6 +62,17 @@ def score_column(options: Mapping[str, Any]) -> str | None:
     return f"{stage if isinstance(stage, str) and stage else type_name}_score"
 
 
+def score_columns(options: Mapping[str, Any]) -> list[str]:
+    """Every score column a spec stage table writes: its raw-score column (:func:`score_column`), and with a blending
+    weight ``alpha`` below 1 also the blend its head is ordered by (``<stage>_blend_score``: base.Reranker)."""
+    own = score_column(options)
+    if own is None:
+        return []
+    alpha = options.get("alpha", 1.0)
+    blended = not isinstance(alpha, bool) and isinstance(alpha, (int, float)) and alpha < 1.0
+    return [own, f"{own[:-len('_score')]}_blend_score"] if blended else [own]
+
+
 @dataclass
 class BuildContext:
     """What a reranker may need from the experiment: the dataset (product text), the LLM client, the run seed."""
