@@ -74,7 +74,7 @@ def rated_pool(dataset: Any, splits: Sequence[str] = ("dev", "test"), split_of=N
 
 def score_from_cache(judges: Sequence[str | Mapping[str, Any]], dataset: Any, pool: pd.DataFrame, *, llm: Any = None,
                      cache_path: str | Path | None = None, model: str | None = None, fields=("title",),
-                     max_tokens: int = 64) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
+                     text_tokens: int = 64) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
     """(scores, info): per judge name, the frame qid, docno, score, status of every pool pair, and the judge's
     stats and template ids. ``llm`` defaults to ``cache_only_client(cache_path, model)`` (closed here)."""
     own = llm is None
@@ -85,7 +85,7 @@ def score_from_cache(judges: Sequence[str | Mapping[str, Any]], dataset: Any, po
             name = spec if isinstance(spec, str) else spec.get("name") or spec.get("preset")
             options = {"preset": spec} if isinstance(spec, str) else {k: v for k, v in spec.items() if k != "name"}
             options.setdefault("fields", list(fields))
-            options.setdefault("max_tokens", max_tokens)
+            options.setdefault("text_tokens", text_tokens)
             judge = build_scoring_judge(options, llm=llm, dataset=dataset, name=name, path=f"judges[{name}]")
             t = time.perf_counter()
             frame = judge.score(pool)
