@@ -56,19 +56,21 @@ def cache_only_client(cache_path: str | Path | None = None, model: str | None = 
     return client
 
 
-def rated_pool(dataset: Any, splits: Sequence[str] = ("dev", "test"), split_of=None) -> pd.DataFrame:
-    """qid, query, docno, split of every individually rated pair of the given splits (ratings order)."""
-    if split_of is None:
-        from superb.data.splits import split_of
+def rated_pool(dataset: Any, splits: Sequence[str] | None = None, split_of=None) -> pd.DataFrame:
+    """qid, query, docno, split of every individually rated pair of the given splits (default: dev and test;
+    ratings order)."""
+    from superb.data.splits import DEV_TEST, split_of as split_by_qid
+
+    splits = DEV_TEST if splits is None else tuple(splits)
+    bad = sorted(set(splits) - set(DEV_TEST))
+    if bad:
+        raise ValueError(f"splits {bad} are not {'/'.join(DEV_TEST)}")
     ratings = dataset.ratings()
     if ratings is None:
         raise ValueError(f"data set {dataset.name!r} has no individual ratings: nothing to calibrate against")
     topics = dataset.topics()[["qid", "query"]].astype({"qid": str})
     pool = ratings[["qid", "docno"]].astype(str).merge(topics, on="qid", how="left")
-    pool["split"] = pool["qid"].map(split_of)
-    bad = sorted(set(splits) - {"dev", "test"})
-    if bad:
-        raise ValueError(f"splits {bad} are not dev/test")
+    pool["split"] = pool["qid"].map(split_of or split_by_qid)
     return pool[pool["split"].isin(splits)][["qid", "query", "docno", "split"]].reset_index(drop=True)
 
 
