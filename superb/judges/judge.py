@@ -15,6 +15,10 @@ Every record (:class:`superb.judges.records.Judgment`) carries the label, a conf
 id and a status. DEFAULT LABEL: an unparseable answer or a failed call gets ``default_label`` (0, "not relevant",
 unless configured), status "default"/"failed", and is counted in ``stats`` ("unparseable", "failed_calls",
 "default_labels"); the share of such labels is part of every agreement report.
+
+From a spec: ``build_judge({type, ...})`` reads the table against ``SCHEMAS[type]`` with the rerankers' typed readers
+(superb.transformers.options): ``fields``, ``text_tokens`` (the product-text budget; ``max_tokens`` is refused with
+the new name), ``default_label``, ``template`` and the type's own options, each error naming ``judge.KEY``.
 """
 
 from __future__ import annotations
