@@ -154,3 +154,36 @@ def test_the_committed_judge_specs_pass_the_readers():
     assert (judge.kind, judge.text.max_tokens) == ("deliberated", 48)
     raw = tomllib.loads((EXPERIMENTS / "judges_chorus.toml").read_text())
     assert "max_tokens" not in raw["judge"] and raw["judge"]["text_tokens"] == 64
+
+
+@pytest.mark.parametrize("judge, where", [
+    ({"type": "pointwise", "max_tokens": 64}, "judge.max_tokens"),
+    ({"max_tokens": 64, "variants": [{"preset": "superb"}, {"type": "listwise"}]}, "judge.max_tokens"),
+    ({"variants": [{"preset": "superb"}, {"type": "deliberated", "max_tokens": 64}]}, r"judge\.variants\[1\]\."
+                                                                                        "max_tokens"),
+    ({"text_tokens": 64, "variants": [{"preset": "yesno", "max_tokens": 64}]}, r"judge\.variants\[0\]\.max_tokens"),
+])
+def test_a_judge_spec_is_checked_when_read_naming_the_table_of_the_key(judge, where):
+    from superb.judges.spec import parse_judge_spec
+
+    with pytest.raises(SpecError, match=f"^{where}: renamed to 'text_tokens' .*write text_tokens = 64"):
+        parse_judge_spec({"name": "x", "dataset": {"name": "chorus"}, "judge": judge})
+    with pytest.raises(SpecError, match=r"^judge\.variants\[1\]\.window: expected an integer >= 1, got 'x'"):
+        parse_judge_spec({"name": "x", "dataset": {"name": "chorus"},
+                          "judge": {"variants": [{"type": "pointwise"}, {"type": "listwise", "window": "x"}]}})
+    with pytest.raises(SpecError, match=r"^benchmark\.judge\.max_tokens: renamed to 'text_tokens'"):
+        parse_judge_spec({"name": "x", "dataset": {"name": "chorus"},
+                          "benchmark": {"judge": {"type": "deliberated", "max_tokens": 48}}})
+
+
+def test_superb_judge_refuses_the_old_key_before_touching_data_or_model(tmp_path, monkeypatch, capsys):
+    from superb.cli import main
+
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    text = (EXPERIMENTS / "judges_chorus.toml").read_text().replace("text_tokens = 64 ", "max_tokens = 64  ")
+    assert "max_tokens = 64" in text
+    (tmp_path / "old.toml").write_text(text)
+    assert main(["judge", str(tmp_path / "old.toml"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "judge.max_tokens: renamed to 'text_tokens'" in err and "Traceback" not in err
+    assert not (tmp_path / "home").exists()  # refused when the spec was read: no data set, cache or model opened

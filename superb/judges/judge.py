@@ -27,7 +27,7 @@ import asyncio
 import random
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -324,15 +324,23 @@ def query_groups(pool: pd.DataFrame, who: str, stats: Counter) -> list[tuple[str
     return [(qid, str(g["query"].iloc[0]), g["docno"].tolist()) for qid, g in pool.groupby("qid", sort=False)]
 
 
-def build_judge(options: dict, *, llm: Any, dataset: Any, path: str = "judge") -> Judge:
-    """A judge from a spec table ``{type, ...}`` read against ``SCHEMAS[type]`` (superb.transformers.options):
-    unknown keys, renamed keys and wrong types raise SpecError naming ``path.key``."""
-    if not isinstance(options, dict):
+def read_judge_options(options: Any, path: str = "judge") -> tuple[str, dict[str, Any]]:
+    """(type, constructor keywords) of a spec table ``{type, ...}`` read against ``SCHEMAS[type]``
+    (superb.transformers.options): unknown keys, renamed keys and wrong types raise SpecError naming ``path.key``.
+    Needs no data set or model, so a judge spec is checked when it is read."""
+    if not isinstance(options, Mapping):
         raise SpecError(path, f"expected a table, found {type(options).__name__}")
     kind = options.get("type")
     if kind not in JUDGES:
         raise SpecError(f"{path}.type", f"unknown judge type {kind!r}; choose one of {sorted(JUDGES)}")
-    return construct(JUDGES[kind], path, llm, dataset, **read_options(options, path, SCHEMAS[kind]))
+    return kind, read_options(options, path, SCHEMAS[kind])
+
+
+def build_judge(options: dict, *, llm: Any, dataset: Any, path: str = "judge") -> Judge:
+    """A judge from a spec table ``{type, ...}`` (:func:`read_judge_options`); a bad field name or label raises
+    SpecError naming ``path`` too."""
+    kind, kw = read_judge_options(options, path)
+    return construct(JUDGES[kind], path, llm, dataset, **kw)
 
 
 def construct(cls: Any, path: str, *args: Any, **kw: Any) -> Any:

@@ -258,12 +258,11 @@ SCHEMAS: dict[str, dict[str, Opt]] = {
 }
 
 
-def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: Any, name: str | None = None,
-                        path: str = "judge") -> ScoringJudge:
-    """A scoring judge from a preset name (PRESETS) or a table {preset?, type, template, reading, fields,
-    text_tokens, ideal_template, ideal_max_tokens} (a preset's keys first, the table's over them), read against
-    ``SCHEMAS[type]`` (superb.transformers.options): unknown names and keys, renamed keys and wrong types raise
-    SpecError naming ``path.key``."""
+def read_scoring_options(options: str | Mapping[str, Any], path: str = "judge") -> tuple[str, str | None, dict]:
+    """(type, preset, constructor keywords but the reading's name) of a preset name (PRESETS) or a table {preset?,
+    type, template, reading, fields, text_tokens, ideal_template, ideal_max_tokens} (a preset's keys first, the
+    table's over them), read against ``SCHEMAS[type]`` (superb.transformers.options): unknown names and keys,
+    renamed keys and wrong types raise SpecError naming ``path.key``. Needs no data set or model."""
     if isinstance(options, str):
         options = {"preset": options}
     if not isinstance(options, Mapping):
@@ -274,7 +273,6 @@ def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: 
         if preset not in PRESETS:
             raise SpecError(f"{path}.preset", f"unknown judge preset {preset!r}; choose one of {sorted(PRESETS)}")
         table = {**PRESETS[preset], **table}
-        name = name or preset
     kind = table.setdefault("type", "pointwise")
     if kind not in _TYPES:
         raise SpecError(f"{path}.type", f"unknown scoring judge type {kind!r}; choose one of {sorted(_TYPES)}")
@@ -282,8 +280,16 @@ def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: 
     del kw["preset"]  # already merged
     if kw["template"] is None:
         raise SpecError(f"{path}.template", "missing: name the grading prompt template (or use a preset)")
+    return kind, preset, kw
+
+
+def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: Any, name: str | None = None,
+                        path: str = "judge") -> ScoringJudge:
+    """A scoring judge from a preset name or a table (:func:`read_scoring_options`), named ``name`` (default: the
+    preset's name, else the template's); a bad field name raises SpecError naming ``path`` too."""
+    kind, preset, kw = read_scoring_options(options, path)
     reading = READINGS[kw.pop("reading")]()
-    return construct(_TYPES[kind], path, llm, dataset, reading=reading, name=name, **kw)
+    return construct(_TYPES[kind], path, llm, dataset, reading=reading, name=name or preset, **kw)
 
 
 class CalibratedJudge:
