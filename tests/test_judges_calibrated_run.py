@@ -37,7 +37,7 @@ def spec_text(base_url: str, judges: list[str], extra: list[str] = ()) -> str:
     lines = ['name = "chorus_calibrated"', "seed = 0", "[dataset]", 'name = "chorus"',
              "[queries]", f"subset = {json.dumps(QUERIES)}", "[pool]", 'source = "ratings"', "per_query = 8",
              "[llm]", 'model = "fake-model"', f'base_urls = ["{base_url}"]', "max_retries = 0",
-             "[judge]", 'fields = ["title"]', "max_tokens = 400"]
+             "[judge]", 'fields = ["title"]', "text_tokens = 400"]
     for j in judges:
         lines += ["[[judge.variants]]", f'preset = "{j}"']
     if len(judges) > 1:

@@ -191,10 +191,11 @@ def test_build_judge_validates_spec_keys():
     ds = TinyDataset(TITLES, TOPICS)
     with pytest.raises(SpecError, match=r"judge\.type: unknown judge type 'magic'"):
         build_judge({"type": "magic"}, llm=None, dataset=ds)
-    with pytest.raises(SpecError, match=r"judge\.window: unknown option for a pointwise judge"):
+    with pytest.raises(SpecError, match=r"judge\.window: unknown option for type 'pointwise'; allowed keys"):
         build_judge({"type": "pointwise", "window": 3}, llm=None, dataset=ds)
-    with pytest.raises(SpecError, match=r"judge\.fields"):
-        build_judge({"type": "pointwise", "fields": "title"}, llm=None, dataset=ds)
+    with pytest.raises(SpecError, match=r"judge\.fields: expected a non-empty list of field names"):
+        build_judge({"type": "pointwise", "fields": [3]}, llm=None, dataset=ds)
+    assert build_judge({"type": "pointwise", "fields": "title"}, llm=None, dataset=ds).text.fields == ("title",)
     with pytest.raises(SpecError, match=r"judge\.fields: unknown product field"):
         build_judge({"type": "pointwise", "fields": ["colour"]}, llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.both_orders: expected true or false"):

@@ -194,7 +194,7 @@ def test_chorus_pisa_bm25_vs_rm3_under_a_copying_and_a_constant_judge(home, monk
             'name = "chorus_labels"', "[dataset]", 'name = "chorus"', "[queries]", "sample = 6", "seed = 3",
             "[pool]", 'source = "qrels"', "per_query = 8", "[llm]", 'model = "fake-model"',
             f'base_urls = ["{srv.base_url}"]', 'cache = "off"',
-            "[judge]", 'fields = ["title"]', "max_tokens = 400",
+            "[judge]", 'fields = ["title"]', "text_tokens = 400",
             "[[judge.variants]]", 'type = "pointwise"', "[[judge.variants]]", 'type = "deliberated"',
             "[label_study]", 'measures = ["nDCG@5", "P@5"]',
             'systems = [{ name = "PISA BM25", first_stage = { engine = "pisa", model = "bm25", depth = 100 } },',

@@ -1,9 +1,10 @@
-"""Strict readers for a reranker's spec table, written once for every stage.
+"""Strict readers for a reranker's or a judge's spec table, written once for every stage and judge.
 
-A reranker declares its options as ``{name: Opt(default, parser)}`` and calls :func:`read_options`; each parser takes
-``(value, key_path)`` and raises :class:`superb.errors.SpecError` naming that key path and what is allowed. Unknown keys
-are refused with the list of allowed ones. :func:`minmax` is the one per-query normalisation used wherever two score
-scales are blended, and :func:`blend` the one blend of a stage's own score with the first stage (option ``alpha``).
+A reranker or judge declares its options as ``{name: Opt(default, parser)}`` and calls :func:`read_options`; each
+parser takes ``(value, key_path)`` and raises :class:`superb.errors.SpecError` naming that key path and what is
+allowed. Unknown keys are refused with the list of allowed ones. :func:`minmax` is the one per-query normalisation
+used wherever two score scales are blended, and :func:`blend` the one blend of a stage's own score with the first
+stage (option ``alpha``).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ RENAMED: dict[str, tuple[str, str]] = {
 
 
 def read_options(options: Mapping[str, Any], path: str, schema: Mapping[str, Opt]) -> dict[str, Any]:
-    """Check ``options`` (a reranker's spec table) against ``schema``; unknown keys raise SpecError listing the allowed,
-    and a renamed key (:data:`RENAMED`) names its new name."""
+    """Check ``options`` (a reranker's or judge's spec table) against ``schema``; unknown keys raise SpecError
+    listing the allowed, and a renamed key (:data:`RENAMED`) names its new name."""
     from superb.spec import check_keys
 
     if isinstance(options, Mapping):
@@ -90,6 +91,16 @@ def one_of(*choices: str) -> Callable[[Any, str], str]:
         return value
 
     return parse
+
+
+def template_name(value: Any, path: str) -> str:
+    """The name of a prompt template under superb/llm/prompts/ (its file stem)."""
+    from superb.llm.prompts import available
+
+    names = available()
+    if not isinstance(value, str) or value not in names:
+        raise SpecError(path, f"expected the name of a prompt template, one of {names}, got {value!r}")
+    return value
 
 
 def spec_error(path: str, error: ValueError) -> SpecError:

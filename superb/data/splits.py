@@ -17,7 +17,8 @@ import pandas as pd
 
 from superb.errors import SpecError
 
-SPLITS = ("all", "dev", "test")
+DEV_TEST = ("dev", "test")  # what split_of returns, dev first: the order of every per-split table
+SPLITS = ("all", *DEV_TEST)  # what [queries] split accepts
 DEV_BUCKETS = 3  # of 10
 
 

@@ -14,16 +14,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from superb.eval.stats import CORRECTION_NAMES, TEST_NAMES
+
 BETTER, WORSE = "\u2020", "\u2021"  # dagger, double dagger
 CONFIRMED, EXPLORED, SAME = "\u1d9c", "\u1d49", " (=)"  # superscript c, superscript e
 # verdicts of a row whose two systems agree on every query (no test; "untested" in tables written before "identical")
 SAME_VERDICTS = ("identical", "by construction", "untested")
 FOOTNOTE_KEYS = ("test", "correction", "alpha", "n_queries", "n_resamples", "rel", "views", "dataset", "notes",
                  "interval", "no_relevant", "n_no_relevant", "hypotheses")
-_TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test (queries with equal values dropped)",
-               "randomization": "paired randomization (sign-flip) test"}
-_CORRECTION_NAMES = {"holm": "Holm-Bonferroni correction", "bonferroni": "Bonferroni correction",
-                     "none": "no correction for multiple comparisons"}
 _VIEW_NOTES = {"full": "full: unjudged documents count as non-relevant",
                "condensed": "condensed: unjudged documents removed from each run before scoring (condensed lists)",
                "filled": "filled: human labels where they exist, an LLM judge's labels (llm_qrels.trec, its "
@@ -135,11 +133,11 @@ def family_sizes(table: pd.DataFrame) -> dict[str, str]:
 
 
 def _footnote(info: Mapping, sizes: Mapping[str, str], *, what: str) -> str:
-    test = _TEST_NAMES[info["test"]]
+    test = TEST_NAMES[info["test"]]
     if info["test"] == "randomization":
         test += f", {info.get('n_resamples', 10_000):,} resamples"
     declared = bool(info.get("hypotheses"))
-    correction = _CORRECTION_NAMES[info["correction"]]
+    correction = CORRECTION_NAMES[info["correction"]]
     if declared:
         text = (f"{CONFIRMED} confirmatory: a comparison declared in the spec's [[hypotheses]] before the test queries "
                 f"were read; {BETTER} significantly better, {WORSE} significantly worse than {what}: two-sided {test}, "
@@ -323,7 +321,7 @@ def format_confirmatory(table: pd.DataFrame, info: Mapping) -> str:
     header = ["Hypothesis", "family", "view", "measure", "mean", "against", "\u0394 [95% CI]", "p", "p corrected",
               "m", "MDE at \u03b1/m", "verdict"]
     out = ["## Confirmatory hypotheses", "",
-           f"Declared in the spec before the test queries were read; {_CORRECTION_NAMES[info['correction']]} over "
+           f"Declared in the spec before the test queries were read; {CORRECTION_NAMES[info['correction']]} over "
            f"each family's tests. MDE: the smallest true difference this test detects with 80% power at the "
            f"family's strictest step (\u03b1/m; noncentral t, from the row's SD of paired differences).", "",
            _markdown(header, rows, [":---"] * 4 + ["---:"] * 7 + [":---"]), ""]

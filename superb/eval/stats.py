@@ -34,8 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-TESTS = ("t", "wilcoxon", "randomization")
-CORRECTIONS = ("holm", "bonferroni", "none")
+# name -> how a table's footnote names it (superb.eval.report)
+TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test (queries with equal values dropped)",
+              "randomization": "paired randomization (sign-flip) test"}
+CORRECTION_NAMES = {"holm": "Holm-Bonferroni correction", "bonferroni": "Bonferroni correction",
+                    "none": "no correction for multiple comparisons"}
+TESTS = tuple(TEST_NAMES)  # ("t", "wilcoxon", "randomization")
+CORRECTIONS = tuple(CORRECTION_NAMES)  # ("holm", "bonferroni", "none")
 ALTERNATIVES = ("two-sided", "greater", "less")
 _CHUNK_CELLS = 2_000_000  # sign-flip matrix cells per chunk (16 MB of float64)
 

@@ -56,25 +56,27 @@ def cache_only_client(cache_path: str | Path | None = None, model: str | None = 
     return client
 
 
-def rated_pool(dataset: Any, splits: Sequence[str] = ("dev", "test"), split_of=None) -> pd.DataFrame:
-    """qid, query, docno, split of every individually rated pair of the given splits (ratings order)."""
-    if split_of is None:
-        from superb.data.splits import split_of
+def rated_pool(dataset: Any, splits: Sequence[str] | None = None, split_of=None) -> pd.DataFrame:
+    """qid, query, docno, split of every individually rated pair of the given splits (default: dev and test;
+    ratings order)."""
+    from superb.data.splits import DEV_TEST, split_of as split_by_qid
+
+    splits = DEV_TEST if splits is None else tuple(splits)
+    bad = sorted(set(splits) - set(DEV_TEST))
+    if bad:
+        raise ValueError(f"splits {bad} are not {'/'.join(DEV_TEST)}")
     ratings = dataset.ratings()
     if ratings is None:
         raise ValueError(f"data set {dataset.name!r} has no individual ratings: nothing to calibrate against")
     topics = dataset.topics()[["qid", "query"]].astype({"qid": str})
     pool = ratings[["qid", "docno"]].astype(str).merge(topics, on="qid", how="left")
-    pool["split"] = pool["qid"].map(split_of)
-    bad = sorted(set(splits) - {"dev", "test"})
-    if bad:
-        raise ValueError(f"splits {bad} are not dev/test")
+    pool["split"] = pool["qid"].map(split_of or split_by_qid)
     return pool[pool["split"].isin(splits)][["qid", "query", "docno", "split"]].reset_index(drop=True)
 
 
 def score_from_cache(judges: Sequence[str | Mapping[str, Any]], dataset: Any, pool: pd.DataFrame, *, llm: Any = None,
                      cache_path: str | Path | None = None, model: str | None = None, fields=("title",),
-                     max_tokens: int = 64) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
+                     text_tokens: int = 64) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
     """(scores, info): per judge name, the frame qid, docno, score, status of every pool pair, and the judge's
     stats and template ids. ``llm`` defaults to ``cache_only_client(cache_path, model)`` (closed here)."""
     own = llm is None
@@ -85,7 +87,7 @@ def score_from_cache(judges: Sequence[str | Mapping[str, Any]], dataset: Any, po
             name = spec if isinstance(spec, str) else spec.get("name") or spec.get("preset")
             options = {"preset": spec} if isinstance(spec, str) else {k: v for k, v in spec.items() if k != "name"}
             options.setdefault("fields", list(fields))
-            options.setdefault("max_tokens", max_tokens)
+            options.setdefault("text_tokens", text_tokens)
             judge = build_scoring_judge(options, llm=llm, dataset=dataset, name=name, path=f"judges[{name}]")
             t = time.perf_counter()
             frame = judge.score(pool)

@@ -15,6 +15,10 @@ Every record (:class:`superb.judges.records.Judgment`) carries the label, a conf
 id and a status. DEFAULT LABEL: an unparseable answer or a failed call gets ``default_label`` (0, "not relevant",
 unless configured), status "default"/"failed", and is counted in ``stats`` ("unparseable", "failed_calls",
 "default_labels"); the share of such labels is part of every agreement report.
+
+From a spec: ``build_judge({type, ...})`` reads the table against ``SCHEMAS[type]`` with the rerankers' typed readers
+(superb.transformers.options): ``fields``, ``text_tokens`` (the product-text budget; ``max_tokens`` is refused with
+the new name), ``default_label``, ``template`` and the type's own options, each error naming ``judge.KEY``.
 """
 
 from __future__ import annotations
@@ -23,18 +27,19 @@ import asyncio
 import random
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.spec import check_keys
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
 from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
 from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, studies.pairwise import run_all here)
 from superb.llm.types import ChatRequest, Completion
+from superb.transformers.options import (Opt, boolean, non_negative_int, positive_int, read_options, str_list,
+                                         template_name)
 
 
 def load_template(name_or_template: Any):
@@ -51,13 +56,13 @@ class Judge:
 
     kind = "base"
 
-    def __init__(self, llm: Any, dataset: Any, *, fields: Sequence[str] = ("title",), max_tokens: int = 64,
+    def __init__(self, llm: Any, dataset: Any, *, fields: Sequence[str] = ("title",), text_tokens: int = 64,
                  labels: Sequence[int] | None = None, default_label: int = 0, tag: str | None = None):
         from superb.llm.text import ProductText
 
         self.llm = llm
         self.dataset = dataset
-        self.text = ProductText(dataset, fields=fields, max_tokens=max_tokens)
+        self.text = ProductText(dataset, fields=fields, max_tokens=text_tokens)
         # the scale of the prompts (SUPERB's 0..3), not the data set's: a judge answers what its template asks
         self.labels = tuple(int(x) for x in (labels or (0, 1, 2, 3)))
         if default_label not in self.labels:
@@ -79,7 +84,7 @@ class Judge:
     # --- driver --------------------------------------------------------------------------------------------------------
     def judge(self, pool: pd.DataFrame) -> list[Judgment]:
         """Label every (qid, docno) of ``pool`` (columns qid, query, docno); one record per distinct pair, grouped
-        by query (queries in order of first appearance, products in pool order). ``max_tokens`` of the constructor is
+        by query (queries in order of first appearance, products in pool order). ``text_tokens`` of the constructor is
         the product-text budget (ProductText), not the answer length. Repeated pairs are judged once and counted
         in ``stats["duplicate_pairs"]``."""
         groups = query_groups(pool, f"{type(self).__name__}.judge", self.stats)
@@ -287,9 +292,20 @@ class PairwiseJudge(Judge):
 
 
 JUDGES = {c.kind: c for c in (PointwiseJudge, DeliberatedJudge, ListwiseJudge, PairwiseJudge)}
-_COMMON = ("type", "fields", "max_tokens", "default_label", "template")
-_EXTRA = {"pointwise": (), "deliberated": ("ideal_template", "ideal_max_tokens"), "listwise": ("window",),
-          "pairwise": ("allow_neither", "both_orders", "opponents", "max_pairs", "seed")}
+# The spec options of each judge type, {name: Opt(default, parser)}; the defaults are the constructors' (a test
+# compares them). ``text_tokens`` is the product-text budget (it was ``max_tokens``, now refused with the new name).
+_SHARED = {"fields": Opt(("title",), str_list), "text_tokens": Opt(64, positive_int),
+           "default_label": Opt(0, non_negative_int)}
+SCHEMAS: dict[str, dict[str, Opt]] = {
+    "pointwise": {**_SHARED, "template": Opt("pointwise_best_product", template_name)},
+    "deliberated": {**_SHARED, "template": Opt("deliberated_label", template_name),
+                    "ideal_template": Opt(ideal.TEMPLATE, template_name),
+                    "ideal_max_tokens": Opt(ideal.MAX_TOKENS, positive_int)},
+    "listwise": {**_SHARED, "template": Opt("judge_listwise", template_name), "window": Opt(10, positive_int)},
+    "pairwise": {**_SHARED, "template": Opt("pairwise_compare", template_name), "allow_neither": Opt(False, boolean),
+                 "both_orders": Opt(False, boolean), "opponents": Opt(4, positive_int),
+                 "max_pairs": Opt(45, positive_int), "seed": Opt(0, non_negative_int)},
+}
 
 
 def query_groups(pool: pd.DataFrame, who: str, stats: Counter) -> list[tuple[str, str, list[str]]]:
@@ -308,28 +324,30 @@ def query_groups(pool: pd.DataFrame, who: str, stats: Counter) -> list[tuple[str
     return [(qid, str(g["query"].iloc[0]), g["docno"].tolist()) for qid, g in pool.groupby("qid", sort=False)]
 
 
-def build_judge(options: dict, *, llm: Any, dataset: Any, path: str = "judge") -> Judge:
-    """A judge from a spec table ``{type, fields, ...}``; unknown types/keys raise SpecError naming ``path.key``."""
-    if not isinstance(options, dict):
+def read_judge_options(options: Any, path: str = "judge") -> tuple[str, dict[str, Any]]:
+    """(type, constructor keywords) of a spec table ``{type, ...}`` read against ``SCHEMAS[type]``
+    (superb.transformers.options): unknown keys, renamed keys and wrong types raise SpecError naming ``path.key``.
+    Needs no data set or model, so a judge spec is checked when it is read."""
+    if not isinstance(options, Mapping):
         raise SpecError(path, f"expected a table, found {type(options).__name__}")
     kind = options.get("type")
     if kind not in JUDGES:
         raise SpecError(f"{path}.type", f"unknown judge type {kind!r}; choose one of {sorted(JUDGES)}")
-    check_keys(options, path, optional=_COMMON + _EXTRA[kind], what=f"option for a {kind} judge")
-    kw = {k: v for k, v in options.items() if k != "type"}
-    fields = kw.get("fields", ["title"])
-    if isinstance(fields, str) or not isinstance(fields, (list, tuple)) or not fields \
-            or not all(isinstance(f, str) for f in fields):
-        raise SpecError(f"{path}.fields", f"expected a non-empty list of field names, found {fields!r}")
-    for key in ("max_tokens", "default_label", "window", "opponents", "max_pairs", "seed", "ideal_max_tokens"):
-        if key in kw and (not isinstance(kw[key], int) or isinstance(kw[key], bool)):
-            raise SpecError(f"{path}.{key}", f"expected an integer, found {kw[key]!r}")
-    for key in ("allow_neither", "both_orders"):
-        if key in kw and not isinstance(kw[key], bool):
-            raise SpecError(f"{path}.{key}", f"expected true or false, found {kw[key]!r}")
+    return kind, read_options(options, path, SCHEMAS[kind])
+
+
+def build_judge(options: dict, *, llm: Any, dataset: Any, path: str = "judge") -> Judge:
+    """A judge from a spec table ``{type, ...}`` (:func:`read_judge_options`); a bad field name or label raises
+    SpecError naming ``path`` too."""
+    kind, kw = read_judge_options(options, path)
+    return construct(JUDGES[kind], path, llm, dataset, **kw)
+
+
+def construct(cls: Any, path: str, *args: Any, **kw: Any) -> Any:
+    """``cls(*args, **kw)`` with its errors as SpecErrors at ``path`` (a nested SpecError's key under ``path``)."""
     try:
-        return JUDGES[kind](llm, dataset, **kw)
+        return cls(*args, **kw)
     except SpecError as err:
         raise SpecError(f"{path}.{err.path}", str(err).split(": ", 1)[-1]) from None
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:
         raise SpecError(path, str(err)) from None

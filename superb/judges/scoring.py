@@ -2,7 +2,7 @@
 
 A scoring judge asks one label request per pair (``ChatRequest.label``: max_tokens 1, top 20 logprobs, temperature 0,
 seed 0), built EXACTLY as the pointwise reranker builds it for the same template, query and product text
-(``template.render(query=..., product=ProductText(dataset, fields, max_tokens).get(docno))``), so a judge and a
+(``template.render(query=..., product=ProductText(dataset, fields, text_tokens).get(docno))``), so a judge and a
 reranker asking the same prompt share one cached answer. The deliberated judge first asks for the ideal product's
 attributes (superb.llm.ideal, shared with the deliberated reranker) and grades against them.
 
@@ -38,11 +38,12 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.judges.judge import load_template, progress_bar, query_groups, run_all
+from superb.judges.judge import construct, load_template, progress_bar, query_groups, run_all
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
 from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, parse_yes_no
 from superb.llm.types import ChatRequest, Completion
+from superb.transformers.options import Opt, one_of, positive_int, read_options, str_list, template_name
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
 STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING)
@@ -111,13 +112,13 @@ def scores_frame(records: Sequence[Scored]) -> pd.DataFrame:
 
 # --- judges --------------------------------------------------------------------------------------------------------
 class ScoringJudge:
-    """One label request per pair; the score read by ``reading``. ``max_tokens`` is the product-text budget
+    """One label request per pair; the score read by ``reading``. ``text_tokens`` is the product-text budget
     (ProductText), not the answer length."""
 
     kind = "pointwise"
 
     def __init__(self, llm: Any, dataset: Any, *, template: Any, reading: Any = None,
-                 fields: Sequence[str] = ("title",), max_tokens: int = 64, name: str | None = None,
+                 fields: Sequence[str] = ("title",), text_tokens: int = 64, name: str | None = None,
                  tag: str | None = None):
         from superb.llm.text import ProductText
 
@@ -125,7 +126,7 @@ class ScoringJudge:
         self.dataset = dataset
         self.template = load_template(template)
         self.reading = reading if reading is not None else ExpectedGrade()
-        self.text = ProductText(dataset, fields=fields, max_tokens=max_tokens)
+        self.text = ProductText(dataset, fields=fields, max_tokens=text_tokens)
         self.name = name or self.template.name
         self.tag = tag or f"judge:{self.name}"
         self.stats: Counter[str] = Counter()
@@ -244,44 +245,51 @@ PRESETS: dict[str, dict[str, str]] = {
     "deliberated": {"type": "deliberated", "template": "deliberated_label", "reading": "expected_grade"},
 }
 _TYPES = {"pointwise": ScoringJudge, "deliberated": DeliberatedScoringJudge}
-_KEYS = ("type", "template", "reading", "fields", "max_tokens", "preset")
-_DELIBERATED_KEYS = ("ideal_template", "ideal_max_tokens")
+# The spec options of each scoring judge type, {name: Opt(default, parser)}; the defaults are the constructors' (a
+# test compares them). ``template`` has none: a preset or the table names it. ``text_tokens`` is the product-text
+# budget (it was ``max_tokens``, now refused with the new name).
+_SHARED = {"preset": Opt(None, one_of(*PRESETS)), "template": Opt(None, template_name),
+           "reading": Opt("expected_grade", one_of(*READINGS)), "fields": Opt(("title",), str_list),
+           "text_tokens": Opt(64, positive_int)}
+SCHEMAS: dict[str, dict[str, Opt]] = {
+    "pointwise": _SHARED,
+    "deliberated": {**_SHARED, "ideal_template": Opt(ideal.TEMPLATE, template_name),
+                    "ideal_max_tokens": Opt(ideal.MAX_TOKENS, positive_int)},
+}
 
 
-def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: Any, name: str | None = None,
-                        path: str = "judge") -> ScoringJudge:
-    """A scoring judge from a preset name (PRESETS) or a table {preset?, type, template, reading, fields,
-    max_tokens, ideal_template, ideal_max_tokens}; unknown names/keys raise SpecError naming ``path.key``."""
+def read_scoring_options(options: str | Mapping[str, Any], path: str = "judge") -> tuple[str, str | None, dict]:
+    """(type, preset, constructor keywords but the reading's name) of a preset name (PRESETS) or a table {preset?,
+    type, template, reading, fields, text_tokens, ideal_template, ideal_max_tokens} (a preset's keys first, the
+    table's over them), read against ``SCHEMAS[type]`` (superb.transformers.options): unknown names and keys,
+    renamed keys and wrong types raise SpecError naming ``path.key``. Needs no data set or model."""
     if isinstance(options, str):
         options = {"preset": options}
     if not isinstance(options, Mapping):
         raise SpecError(path, f"expected a preset name or a table, found {type(options).__name__}")
     table = dict(options)
-    preset = table.pop("preset", None)
+    preset = table.get("preset")
     if preset is not None:
         if preset not in PRESETS:
             raise SpecError(f"{path}.preset", f"unknown judge preset {preset!r}; choose one of {sorted(PRESETS)}")
         table = {**PRESETS[preset], **table}
-        name = name or preset
-    kind = table.get("type", "pointwise")
+    kind = table.setdefault("type", "pointwise")
     if kind not in _TYPES:
         raise SpecError(f"{path}.type", f"unknown scoring judge type {kind!r}; choose one of {sorted(_TYPES)}")
-    allowed = _KEYS + (_DELIBERATED_KEYS if kind == "deliberated" else ())
-    for key in table:
-        if key not in allowed:
-            raise SpecError(f"{path}.{key}", f"unknown option for a {kind} scoring judge; allowed: {sorted(allowed)}")
-    if "template" not in table:
+    kw = read_options(table, path, SCHEMAS[kind])
+    del kw["preset"]  # already merged
+    if kw["template"] is None:
         raise SpecError(f"{path}.template", "missing: name the grading prompt template (or use a preset)")
-    reading = table.get("reading", "expected_grade")
-    if reading not in READINGS:
-        raise SpecError(f"{path}.reading", f"unknown reading {reading!r}; choose one of {sorted(READINGS)}")
-    kw = {k: v for k, v in table.items() if k not in ("type", "reading")}
-    if "fields" in kw:
-        kw["fields"] = tuple(kw["fields"])
-    try:
-        return _TYPES[kind](llm, dataset, reading=READINGS[reading](), name=name, **kw)
-    except (ValueError, FileNotFoundError) as err:
-        raise SpecError(path, str(err)) from None
+    return kind, preset, kw
+
+
+def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: Any, name: str | None = None,
+                        path: str = "judge") -> ScoringJudge:
+    """A scoring judge from a preset name or a table (:func:`read_scoring_options`), named ``name`` (default: the
+    preset's name, else the template's); a bad field name raises SpecError naming ``path`` too."""
+    kind, preset, kw = read_scoring_options(options, path)
+    reading = READINGS[kw.pop("reading")]()
+    return construct(_TYPES[kind], path, llm, dataset, reading=reading, name=name or preset, **kw)
 
 
 class CalibratedJudge:

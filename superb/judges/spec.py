@@ -23,6 +23,7 @@ seed = 0
                                    # [judge] only the human ceiling is computed (data sets with ratings; no LLM)
 type = "pointwise"
 fields = ["title"]
+text_tokens = 64                   # product-text budget per product, estimated tokens (formerly max_tokens: refused)
 
 [[judge.variants]]                 # optional: several judges on the same pool; each overrides the shared options
 name = "deliberated"
@@ -254,10 +255,10 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
     variants = table.get("variants")
     if variants is None:
         if is_scoring(shared) and shared.get("type") != "ensemble":
-            return ((str(shared.get("preset", "judge")), shared),)
+            return ((str(shared.get("preset", "judge")), _checked(shared, shared, {}, path)),)
         if "type" not in shared:
             raise SpecError(f"{path}.type", "required key is missing (pointwise | deliberated | listwise | pairwise)")
-        return ((str(shared["type"]), shared),)
+        return ((str(shared["type"]), _checked(shared, shared, {}, path)),)
     if not isinstance(variants, list) or not variants:
         raise SpecError(f"{path}.variants", "expected a non-empty array of tables ([[judge.variants]])")
     out, seen = [], set()
@@ -278,8 +279,24 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
         if "type" not in options and not is_scoring(options):
             raise SpecError(f"{vpath}.type", "required key is missing (here or in [judge])")
         seen.add(vname)
-        out.append((vname, options))
+        out.append((vname, _checked(options, v, shared, vpath)))
     return tuple(out)
+
+
+def _checked(options: dict, own: dict, shared: dict, vpath: str) -> dict:
+    """``options`` (a variant's own table ``own`` over the shared [judge] ``shared``) read now by its judge's reader
+    (superb.judges.judge / superb.judges.scoring: no data set or model needed), so a bad option is refused when the
+    spec is read; the error names the table that holds the key (``judge.KEY`` or ``judge.variants[i].KEY``)."""
+    from superb.judges.judge import read_judge_options
+    from superb.judges.scoring import read_scoring_options
+
+    try:
+        (read_scoring_options if is_scoring(options) else read_judge_options)(options, "judge")
+    except SpecError as err:
+        key = err.path[len("judge."):] if err.path.startswith("judge.") else ""
+        where = "judge" if key.split(".")[0] in shared and key.split(".")[0] not in own else vpath
+        raise SpecError(f"{where}.{key}" if key else where, str(err)[len(err.path) + 2:]) from None
+    return options
 
 
 def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str, dict[str, Any]]:
@@ -437,6 +454,9 @@ def _parse_benchmark(table: Any) -> BenchmarkSpec:
     if not isinstance(judge, dict) or "type" not in judge:
         raise SpecError(f"{path}.judge", f"expected a table of judge options with a type, e.g. "
                                          f"{{ type = \"deliberated\" }}, found {judge!r}")
+    from superb.judges.judge import read_judge_options
+
+    read_judge_options(judge, f"{path}.judge")  # refused when the spec is read, not after the first stage ran
     defaults = BenchmarkSpec()
     return BenchmarkSpec(depth=_int(table, "depth", path, defaults.depth, 1),
                          engine=table.get("engine", defaults.engine), model=table.get("model", defaults.model),

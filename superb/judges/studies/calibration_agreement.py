@@ -194,13 +194,13 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
                          bootstrap: QueryBootstrap | None = None, labels=LABELS, folds: int = 5,
                          seed: int = 0) -> CalibratedStudy:
     """The study of the module docstring. ``scores``: judge name -> frame qid, docno, score, status."""
-    if split_of is None:
-        from superb.data.splits import split_of
+    from superb.data.splits import DEV_TEST, split_of as split_by_qid
+
     bootstrap = bootstrap or QueryBootstrap(seed=seed)
     raters = _raters(ratings)
     rated = ratings.astype({"qid": str, "docno": str}).copy()
-    rated["split"] = rated["qid"].map(split_of)
-    unknown = sorted(set(rated["split"]) - {"dev", "test"})
+    rated["split"] = rated["qid"].map(split_of or split_by_qid)
+    unknown = sorted(set(rated["split"]) - set(DEV_TEST))
     if unknown:
         raise ValueError(f"split_of returned {unknown}; expected 'dev' or 'test'")
     merged: dict[str, pd.DataFrame] = {}
@@ -268,7 +268,7 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         else:
             notes.append(f"{name}: no test pair scored yet; only the dev cross-validation rows")
         out_labels[name] = pd.concat(parts, ignore_index=True)
-    for split in ("dev", "test"):
+    for split in DEV_TEST:
         part = rated[rated["split"] == split]
         if part.empty:
             continue

@@ -35,8 +35,6 @@ import pandas as pd
 
 from superb.errors import DataError, SpecError
 
-SPLIT_ORDER = {"dev": 0, "test": 1}
-
 
 def build_scorers(variants, *, llm: Any, dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(scoring judges by name, ensembles by name), all built before any call, so a bad option fails first."""
@@ -54,11 +52,12 @@ def build_scorers(variants, *, llm: Any, dataset: Any) -> tuple[dict[str, Any], 
 
 def split_pool(pool: pd.DataFrame, split_of=None) -> pd.DataFrame:
     """The pool with a ``split`` column, dev pairs first (queries in pool order within each split)."""
-    if split_of is None:
-        from superb.data.splits import split_of
+    from superb.data.splits import DEV_TEST, split_of as split_by_qid
+
     out = pool.astype({"qid": str, "docno": str}).copy()
-    out["split"] = out["qid"].map(split_of)
-    return out.sort_values("split", key=lambda s: s.map(SPLIT_ORDER), kind="mergesort").reset_index(drop=True)
+    out["split"] = out["qid"].map(split_of or split_by_qid)
+    order = {split: i for i, split in enumerate(DEV_TEST)}
+    return out.sort_values("split", key=lambda s: s.map(order), kind="mergesort").reset_index(drop=True)
 
 
 def check_pool(pool: pd.DataFrame, ratings: pd.DataFrame | None, dataset_name: str) -> None:
@@ -74,6 +73,7 @@ def check_pool(pool: pd.DataFrame, ratings: pd.DataFrame | None, dataset_name: s
 def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path, *, model: str | None) -> dict:
     """Score the pool with every scoring variant, calibrate on dev, report on test; write the files of the module
     docstring. Returns what provenance.json records, and the test labels as Judgment records (``labelled``)."""
+    from superb.data.splits import DEV_TEST
     from superb.judges.bootstrap import QueryBootstrap
     from superb.judges.studies.calibration_agreement import calibrated_agreement, write_study
     from superb.judges.studies.calibration import KappaCutSearch
@@ -107,18 +107,20 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
     write_study(study, out, title=f"{spec.name}: scoring judges calibrated on dev pairs, reported on test pairs")
     (out / "calibration.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     labelled = {name: test_judgments(frame, record.get(name, {})) for name, frame in study.labels.items()}
-    return {"judges": record, "pairs": {s: int((pool["split"] == s).sum()) for s in ("dev", "test")},
+    return {"judges": record, "pairs": {s: int((pool["split"] == s).sum()) for s in DEV_TEST},
             "labelled": labelled}
 
 
 def calibration_record(study, info: dict, ensembles: dict, *, model: str | None, weights: str) -> dict:
     """Per judge: its fingerprint (templates, model, cut points, what they were fitted on) and its coverage."""
+    from superb.data.splits import DEV_TEST
+
     coverage = study.coverage.set_index(["judge", "split"]) if len(study.coverage) else None
     record = {}
     names = list(info) + list(ensembles)
     for name in names:
         cov = {}
-        for split in ("dev", "test"):
+        for split in DEV_TEST:
             if coverage is not None and (name, split) in coverage.index:
                 row = coverage.loc[(name, split)]
                 cov[split] = {"pairs": int(row["pairs"]), "scored": int(row["scored"])}
