@@ -1,8 +1,10 @@
-"""First-stage retrieval pipelines (installed as ``superb.pipelines``).
+"""Pipelines (installed as ``superb.pipelines``): the first stages, and the systems a spec's ``[[pipelines]]`` builds.
 
 ``first_stage(dataset, engine=..., model=...)`` gives a ``pt.Transformer`` mapping (qid, query) to
 (qid, query, docno, score, rank) over a cached index of the data set: Terrier (Java) or PISA (no Java), BM25 or RM3.
-Importing this package is cheap: PyTerrier and PISA load when a stage is built.
+``superb.pipelines.systems.build_systems`` turns every ``[[pipelines]]`` entry of a spec into one system: its first
+stage, or another system's run, ``>>`` its rerankers (superb.transformers). Importing this package is cheap: PyTerrier
+and PISA load when a stage is built.
 """
 
 from __future__ import annotations

@@ -28,11 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    from superb import interrupt
+    from superb import interrupt, provenance
 
     with interrupt.handling():
         try:
-            status: int | None = int(args.func(args) or 0)
+            with provenance.code_at_start():  # results record the code as it was when the command began
+                status: int | None = int(args.func(args) or 0)
         except KeyboardInterrupt:
             status = None
         except SuperbError as exc:

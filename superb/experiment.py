@@ -1,4 +1,4 @@
-"""Runs a spec: every pipeline a PyTerrier ``>>`` composition (superb.systems), run once each in spec order.
+"""Runs a spec: every pipeline a PyTerrier ``>>`` composition (superb.pipelines.systems), run once each in spec order.
 
 A pipeline with ``input = "X"`` is ``X >> its rerankers``, and X's own pipeline is computed once (a shared prefix),
 so a table of several rerankers over one first stage pays for that first stage once. LLM calls go through the shared
@@ -127,7 +127,7 @@ def select_topics(dataset, queries: QueriesSpec) -> pd.DataFrame:
 
 def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, llm: Any = None,
                    shard: Any = None) -> ExperimentResult:
-    """Build every system of ``spec`` as a ``>>`` pipeline (superb.systems), then run them in spec order, each
+    """Build every system of ``spec`` as a ``>>`` pipeline (superb.pipelines.systems), then run them in spec order, each
     shared prefix once; ``progress=False`` turns the rerankers' progress bars off. ``dry_run``: the LLM is a
     DryRunClient that counts the calls the response cache cannot serve (see superb.llm.connect.open_for_spec).
     ``llm``: a client to use instead of opening the spec's [llm] (e.g. the collecting client of a batch export,
@@ -190,7 +190,7 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
                 progress: bool = True) -> dict[str, PipelineResult]:
     """THE way superb runs systems (`superb run`, and the label study's first stages): build them all, then run each
     on ``topics``, recording its time, its components' counters and its share of the LLM usage."""
-    from superb.systems import build_systems
+    from superb.pipelines.systems import build_systems
 
     systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
     paths = {p.name: p.path for p in pipelines}

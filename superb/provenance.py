@@ -12,14 +12,22 @@ plus every untracked, non-ignored file outside results/ as a new-file diff) and,
 would make every run from a working tree unkeepable and push people to commit blindly before running; recording keeps
 the exact code, and tests/test_provenance_history.py fails any committed folder whose commit is not in the history
 or whose recorded patch is missing or altered.
+
+The code is read when the command STARTS (:func:`code_at_start`, around every ``superb`` command), not when the
+folder is written: a commit, checkout or edit made while a long run is going would otherwise be recorded as the code
+that produced it. The start state is what ``project`` records; when the checkout differs at write time,
+``project.changed_during_run`` names the commit and dirtiness found then, and a warning says so (a module imported
+late in the run may then be the newer one).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import platform
 import subprocess
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PATCH_FILE = "source.patch"
 PATCH_LIMIT = 1_000_000  # bytes; a larger diff is recorded by hash and size only
 _NOT_CODE = ":(exclude)results"  # pathspec: the results tree is not code
+_START: dict[str, Any] = {}  # code_at_start(): {"commit": str | None, "patch": str | None} at the command's start
+log = logging.getLogger(__name__)
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
@@ -74,10 +84,27 @@ def project_commit(patch: str | None = None, patch_file: str = PATCH_FILE) -> di
     commit = _git("rev-parse", "HEAD")
     if commit is None:
         return {"commit": None, "dirty": None}
-    patch = source_patch() if patch is None else patch
+    return _commit_record(commit.strip(), source_patch() if patch is None else patch, patch_file)
+
+
+@contextmanager
+def code_at_start():
+    """For the duration (one command: ``superb``'s entry point wraps every command in it), :func:`record_code`
+    records the checkout's commit and patch as they were when it began."""
+    commit = _git("rev-parse", "HEAD")
+    _START.update(commit=commit.strip() if commit else None, patch=source_patch())
+    try:
+        yield
+    finally:
+        _START.clear()
+
+
+def _commit_record(commit: str | None, patch: str | None, patch_file: str) -> dict[str, Any]:
+    if commit is None:
+        return {"commit": None, "dirty": None}
     if patch is None:
-        return {"commit": commit.strip(), "dirty": None}
-    record: dict[str, Any] = {"commit": commit.strip(), "dirty": bool(patch)}
+        return {"commit": commit, "dirty": None}
+    record: dict[str, Any] = {"commit": commit, "dirty": bool(patch)}
     if patch:
         data = patch.encode("utf-8")
         record["diff"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
@@ -88,10 +115,24 @@ def project_commit(patch: str | None = None, patch_file: str = PATCH_FILE) -> di
 
 
 def record_code(folder: str | Path, patch_file: str = PATCH_FILE) -> dict[str, Any]:
-    """:func:`project_commit` now, with the patch written to ``folder/patch_file`` when the code is dirty and the
-    patch small enough (a stale one removed when it is not)."""
-    patch = source_patch()
-    project = project_commit(patch or "", patch_file) if patch is not None else project_commit()
+    """The code that ran: the :func:`code_at_start` state inside one (else the checkout now), with the patch
+    written to ``folder/patch_file`` when the code is dirty and the patch small enough (a stale one removed when it
+    is not). A checkout that changed since the start is named in ``changed_during_run`` and warned about."""
+    now_commit = _git("rev-parse", "HEAD")
+    now_commit = now_commit.strip() if now_commit else None
+    now_patch = source_patch()
+    if _START:
+        patch = _START["patch"]
+        project = _commit_record(_START["commit"], patch, patch_file)
+        if (now_commit, now_patch) != (_START["commit"], patch):
+            project["changed_during_run"] = {"commit": now_commit, "dirty": None if now_patch is None
+                                             else bool(now_patch)}
+            log.warning("the project's code changed while this command ran (commit %s%s at the start, %s%s now): "
+                        "%s records the start state", (_START["commit"] or "?")[:12], " + changes" if patch else "",
+                        (now_commit or "?")[:12], " + changes" if now_patch else "", Path(folder) / "provenance.json")
+    else:
+        patch = now_patch
+        project = _commit_record(now_commit, patch, patch_file)
     target = Path(folder) / patch_file
     if (project.get("diff") or {}).get("patch"):
         target.parent.mkdir(parents=True, exist_ok=True)

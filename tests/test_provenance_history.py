@@ -107,3 +107,53 @@ def test_source_patch_undoes_to_head():
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "results/" not in "".join(line for line in patch.splitlines() if line.startswith("diff --git"))
+
+
+def _repo(path: Path) -> Path:
+    path.mkdir()
+    for args in (["init", "-q"], ["config", "user.email", "t@example.org"], ["config", "user.name", "t"]):
+        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+    (path / "code.py").write_text("a = 1\n")
+    subprocess.run(["git", "add", "code.py"], cwd=path, check=True, capture_output=True)
+    subprocess.run(["git", "commit", "-qm", "one"], cwd=path, check=True, capture_output=True)
+    return path
+
+
+def _head(path: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_commit_made_while_a_command_runs_is_not_recorded_as_the_code_that_ran(tmp_path, monkeypatch, caplog):
+    """A real git checkout: the command starts at commit one, someone commits two while it runs; the folder records
+    one (the code that ran) and names two in changed_during_run, with a warning."""
+    repo = _repo(tmp_path / "repo")
+    monkeypatch.setattr(provenance, "ROOT", repo)
+    first = _head(repo)
+    out = tmp_path / "out"
+    with provenance.code_at_start():
+        (repo / "code.py").write_text("a = 2\n")
+        subprocess.run(["git", "commit", "-qam", "two"], cwd=repo, check=True, capture_output=True)
+        with caplog.at_level("WARNING", logger="superb.provenance"):
+            project = json.loads(provenance.write(out, {}).read_text())["project"]
+    assert project["commit"] == first and project["dirty"] is False
+    assert project["changed_during_run"] == {"commit": _head(repo), "dirty": False}
+    assert "changed while this command ran" in caplog.text
+    # outside a command: the checkout as it is now, and nothing about changes
+    project = json.loads(provenance.write(out, {}).read_text())["project"]
+    assert project["commit"] == _head(repo) and "changed_during_run" not in project
+
+
+def test_an_edit_made_while_a_command_runs_keeps_the_start_patch(tmp_path, monkeypatch):
+    repo = _repo(tmp_path / "repo")
+    monkeypatch.setattr(provenance, "ROOT", repo)
+    (repo / "code.py").write_text("a = 3\n")  # dirty at the start
+    out = tmp_path / "out"
+    with provenance.code_at_start():
+        start_patch = provenance._START["patch"]
+        (repo / "code.py").write_text("a = 4\n")  # edited again during the run
+        project = json.loads(provenance.write(out, {}).read_text())["project"]
+    assert "+a = 3" in start_patch and project["dirty"] is True
+    assert (out / "source.patch").read_text() == start_patch
+    assert project["diff"]["sha256"] == hashlib.sha256(start_patch.encode()).hexdigest()
+    assert project["changed_during_run"]["dirty"] is True
+    assert provenance.recorded_patch_ok(out, project) is None

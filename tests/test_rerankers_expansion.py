@@ -132,7 +132,7 @@ def test_from_spec_is_strict():
     assert (stage.repeat, stage.samples, stage.template.name) == (3, 2, "deliberated_attributes")
     with pytest.raises(SpecError, match=r"p\.rerank\[0\]\.k: unknown option.*repeat"):
         build_reranker({"type": "expand", "k": 3}, context=context, path="p.rerank[0]")
-    with pytest.raises(SpecError, match=r"\.template: expected a prompt template name"):
+    with pytest.raises(SpecError, match=r"\.template: expected the name of a prompt template"):
         build_reranker({"type": "expand", "template": "nope"}, context=context, path="p.rerank[0]")
     with pytest.raises(SpecError, match=r"\.sanitise: expected true or false"):
         build_reranker({"type": "expand", "sanitise": "yes"}, context=context, path="p.rerank[0]")

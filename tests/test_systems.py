@@ -11,7 +11,7 @@ import pytest
 from superb.errors import DataError
 from superb.runs import is_strictly_decreasing, strictly_decreasing, trec_order
 from superb.spec import PipelineSpec
-from superb.systems import Memo, _rerankers
+from superb.pipelines.systems import Memo, _rerankers
 
 TOPICS = pd.DataFrame({"qid": ["q1", "q2"], "query": ["usb cable", "laptop"]})
 

@@ -38,7 +38,7 @@ from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.pipelines.query_text import sanitise_query
 from superb.transformers.base import require_llm
-from superb.transformers.options import boolean, non_negative_int, Opt, positive_int, read_options
+from superb.transformers.options import boolean, non_negative_int, Opt, positive_int, read_options, template_name
 
 TEMPLATE = "deliberated_attributes"  # the ideal product's attributes: superb.llm.ideal's request, shared (and cached)
 MAX_TOKENS = 160  # with the deliberated reranker and judge when repeat/samples leave sample 0 as it is
@@ -66,14 +66,6 @@ def expanded_query(query: str, texts: list[str], repeat: int, sanitise: bool = T
     return sanitise_query(text) if sanitise else " ".join(text.split())
 
 
-def _template_name(value: Any, path: str) -> str:
-    from superb.llm.prompts import available
-
-    if not isinstance(value, str) or value not in available():
-        raise SpecError(path, f"expected a prompt template name such as {TEMPLATE!r}, got {value!r}")
-    return value
-
-
 def _temperature(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 2.0:
         raise SpecError(path, f"expected a number from 0 to 2, got {value!r}")
@@ -81,7 +73,7 @@ def _temperature(value: Any, path: str) -> float:
 
 
 OPTIONS: dict[str, Opt] = {
-    "template": Opt(TEMPLATE, _template_name),
+    "template": Opt(TEMPLATE, template_name),
     "repeat": Opt(1, non_negative_int),
     "samples": Opt(1, positive_int),
     "temperature": Opt(0.7, _temperature),
