@@ -60,7 +60,8 @@ class Try:
         self.proc = subprocess.Popen([sys.executable, "-m", "superb.cli", "-v", "run", str(spec), "--out",
                                       str(folder / "out")], env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True,  # SIGINT as from a terminal, even if ours is ignored:
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.driver = threading.Thread(target=self._drive, daemon=True)
