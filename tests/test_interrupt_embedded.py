@@ -24,6 +24,7 @@ import pytest
 
 from local_data import write_data
 from reranker_helpers import small_model
+from signal_helpers import as_from_a_terminal
 from spec_helpers import bm25, write_spec
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -60,8 +61,7 @@ class Try:
         self.proc = subprocess.Popen([sys.executable, "-m", "superb.cli", "-v", "run", str(spec), "--out",
                                       str(folder / "out")], env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True,  # SIGINT as from a terminal, even if ours is ignored:
-                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                     start_new_session=True, preexec_fn=as_from_a_terminal)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.driver = threading.Thread(target=self._drive, daemon=True)

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from signal_helpers import as_from_a_terminal
+
 STUCK = """
 import sys, time
 from superb import interrupt
@@ -27,17 +29,10 @@ print("returned", flush=True)
 """
 
 
-def _as_from_a_terminal() -> None:
-    """In the child: SIGINT handled by default, as for a command started from a terminal. A test run started as a
-    shell's background job (a CI runner's `cmd &`) inherits SIGINT ignored, and superb keeps an inherited SIG_IGN
-    (test_an_ignored_sigint_stays_ignored), so without this the Ctrl-C these tests send would be ignored."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _start(grace: float) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(STUCK.format(grace=grace))],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_as_from_a_terminal)
+                            preexec_fn=as_from_a_terminal)
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -95,7 +90,7 @@ def test_sigint_to_the_group_reaches_a_blocking_superb_command(tmp_path, second)
             "def block(args):\n    print('ready', flush=True)\n    threading.Event().wait()\n"
             "cli._cmd_show = block\nsys.exit(cli.main())\n")
     proc = subprocess.Popen([sys.executable, "-c", code, "show", "x"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_as_from_a_terminal)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=as_from_a_terminal)
     assert proc.stdout.readline().strip() == "ready"
     os.killpg(proc.pid, signal.SIGINT)
     if second:

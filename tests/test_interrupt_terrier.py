@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from signal_helpers import as_from_a_terminal
+
 SPEC = """
 name = "interrupted"
 [dataset]
@@ -37,7 +39,7 @@ def test_ctrl_c_during_a_terrier_index_build(tmp_path, chorus_mirror):
     proc = subprocess.Popen(
         [sys.executable, "-m", "superb.cli", "run", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "out")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal, even if we ignore it
+        preexec_fn=as_from_a_terminal,
     )
     err_lines: list[str] = []
     reader = threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)

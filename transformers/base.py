@@ -54,7 +54,7 @@ import pyterrier as pt
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.llm.text import ProductText, clean
-from superb.transformers.options import Opt, blend, boolean, positive_int, str_list, unit_float
+from superb.transformers.options import Opt, blend, boolean, construct, positive_int, str_list, unit_float
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
 FIRST_STAGE_SCORE = "first_stage_score"  # the retrieval score, kept through reranking stages (see the docstring)
@@ -309,7 +309,5 @@ def product_text(opts: Mapping[str, Any], context: Any, path: str) -> ProductTex
     dataset = getattr(context, "dataset", None)
     if dataset is None:
         raise SpecError(path, "this reranker needs product text, but the build context has no dataset")
-    try:
-        return ProductText(dataset, fields=opts["fields"], max_tokens=opts["text_tokens"], guard=opts["guard"])
-    except SpecError as e:
-        raise SpecError(f"{path}.{e.path}", str(e).split(": ", 1)[-1]) from None
+    return construct(ProductText, path, dataset, fields=opts["fields"], max_tokens=opts["text_tokens"],
+                     guard=opts["guard"])

@@ -103,6 +103,17 @@ def template_name(value: Any, path: str) -> str:
     return value
 
 
+def construct(cls: Any, path: str, *args: Any, **kw: Any) -> Any:
+    """``cls(*args, **kw)`` with its errors as SpecErrors at ``path``: a nested SpecError's key goes under ``path``
+    (``fields`` -> ``judge.fields``), a ValueError or FileNotFoundError is reported at ``path``."""
+    try:
+        return cls(*args, **kw)
+    except SpecError as err:
+        raise SpecError(f"{path}.{err.path}", str(err).split(": ", 1)[-1]) from None
+    except (ValueError, FileNotFoundError) as err:
+        raise SpecError(path, str(err)) from None
+
+
 def spec_error(path: str, error: ValueError) -> SpecError:
     """A constructor's ValueError as a SpecError at ``path`` (SpecErrors pass through)."""
     return error if isinstance(error, SpecError) else SpecError(path, str(error))

@@ -38,8 +38,8 @@ from superb.llm import ideal
 from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
 from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, studies.pairwise import run_all here)
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.options import (Opt, boolean, non_negative_int, positive_int, read_options, str_list,
-                                         template_name)
+from superb.transformers.options import (Opt, boolean, construct, non_negative_int, positive_int, read_options,
+                                         str_list, template_name)
 
 
 def load_template(name_or_template: Any):
@@ -342,12 +342,3 @@ def build_judge(options: dict, *, llm: Any, dataset: Any, path: str = "judge") -
     kind, kw = read_judge_options(options, path)
     return construct(JUDGES[kind], path, llm, dataset, **kw)
 
-
-def construct(cls: Any, path: str, *args: Any, **kw: Any) -> Any:
-    """``cls(*args, **kw)`` with its errors as SpecErrors at ``path`` (a nested SpecError's key under ``path``)."""
-    try:
-        return cls(*args, **kw)
-    except SpecError as err:
-        raise SpecError(f"{path}.{err.path}", str(err).split(": ", 1)[-1]) from None
-    except (ValueError, FileNotFoundError) as err:
-        raise SpecError(path, str(err)) from None

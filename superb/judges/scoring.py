@@ -38,12 +38,12 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.judges.judge import construct, load_template, progress_bar, query_groups, run_all
+from superb.judges.judge import load_template, progress_bar, query_groups, run_all
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
 from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, parse_yes_no
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.options import Opt, one_of, positive_int, read_options, str_list, template_name
+from superb.transformers.options import Opt, construct, one_of, positive_int, read_options, str_list, template_name
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
 STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING)
