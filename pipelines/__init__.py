@@ -67,5 +67,11 @@ def first_stage(
 
 
 def from_spec(options: Mapping[str, Any], dataset: Any, path: str = "first_stage"):
-    """Build a first stage from a spec table {engine, model, depth, fields, k1, b, fb_docs, fb_terms, fb_lambda}."""
+    """Build a first stage from a spec table: a retrieval {engine, model, depth, fields, k1, b, fb_docs, fb_terms,
+    fb_lambda}, or a given run {run, depth, format} (superb.pipelines.run_stage)."""
+    if "run" in options:
+        from superb.pipelines.run_stage import RunStage
+        from superb.run_files import run_options
+
+        return RunStage(dataset, run_options(options, path), path=path)
     return _stage(dataset, options_from_spec(options, available_fields=_dataset_fields(dataset), path=path))

@@ -85,12 +85,27 @@ def build_systems(pipelines: tuple[PipelineSpec, ...], dataset: Any, *, llm: Any
 
             systems[p.name] = System(p.name, Memo(expansion >> stage >> RestoreQuery(), p.name), [expansion, stage])
             continue
+        _check_run_input(p, systems, pipelines)
         rerankers = _rerankers(p, dataset, llm, seed, progress)
         pipeline = systems[p.input].pipeline
         for reranker in rerankers:
             pipeline = pipeline >> reranker
         systems[p.name] = System(p.name, Memo(pipeline, p.name), rerankers)
     return systems
+
+
+def _check_run_input(p: PipelineSpec, systems: dict[str, System], pipelines: tuple[PipelineSpec, ...]) -> None:
+    """A pipeline whose input chain starts at a given run (run_stage.RunStage) and that reads document text must find
+    every document of that run in the data set: checked before any system runs."""
+    from superb.pipelines.run_stage import RunStage, check_reranked
+
+    by_name = {q.name: q for q in pipelines}
+    q = p
+    while q.input is not None:
+        q = by_name[q.input]
+    stage = systems[q.name].components[0] if systems[q.name].components else None
+    if isinstance(stage, RunStage):
+        check_reranked(stage, [str(r.get("type")) for r in p.rerank], p.name, p.path)
 
 
 def _expansion(options: Any, p: PipelineSpec, dataset: Any, llm: Any, seed: int, progress: bool):

@@ -329,6 +329,10 @@ def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
             raise SpecError(path, "give exactly one of 'first_stage' (a retrieval table) or 'input' (an earlier "
                                   "pipeline's name whose run this one reranks)")
         first_stage = typed(table, "first_stage", dict, path, default=None)
+        if first_stage is not None and "run" in first_stage:  # a given run: its file is read and checked now
+            from superb.run_files import run_options  # here: it loads pandas, which reading a spec otherwise does not
+
+            run_options(first_stage, f"{path}.first_stage")
         source = typed(table, "input", str, path, default=None)
         if source is not None and source not in seen:
             raise SpecError(f"{path}.input", f"{source!r} names no earlier pipeline; known: {sorted(seen) or 'none'}")

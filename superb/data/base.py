@@ -210,6 +210,12 @@ class Dataset:
                "files": sorted((f["name"], f["sha256"]) for f in prov["files"])}
         return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
+    def run_file(self, name: str, path: str = "first_stage.run") -> Path:
+        """The local path of a run the data set provides, for ``first_stage = { run = "dataset:NAME" }`` (TREC DL
+        provides BM25's); a data set without runs refuses every name."""
+        raise SpecError(path, f"data set {self.name!r} provides no runs; give a run file's path instead of "
+                              f"\"dataset:{name}\"")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, fields={self.fields})"
 
