@@ -1,5 +1,9 @@
 """Exception types. Every message names the key, column or file at fault and says how to fix it."""
 
+from __future__ import annotations
+
+from pathlib import Path
+
 
 class SuperbError(Exception):
     """Base class of all errors raised on bad input or failed resources."""
@@ -26,3 +30,17 @@ class MissingDependencyError(SuperbError, ImportError):
 
     def __init__(self, what: str, pip_command: str):
         super().__init__(f"{what} is not installed. Install it with: {pip_command}")
+
+
+def utf8_error(file: Path, error: UnicodeDecodeError | None = None) -> DataError:
+    """The DataError for a file that is not UTF-8: the first bad line and column, the bytes around it, the fix."""
+    with open(file, "rb") as handle:
+        for number, raw in enumerate(handle, 1):  # UTF-8 never puts a newline byte inside a character
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                near = raw[max(0, bad.start - 30): bad.end + 30]
+                return DataError(f"{file}:{number}: not UTF-8 text: byte(s) {raw[bad.start:bad.end]!r} at column "
+                                 f"{bad.start + 1} ({bad.reason}), near {near!r}. Save the file as UTF-8, e.g. "
+                                 f"`iconv -f latin1 -t utf-8 {file.name} > fixed.{file.name.rsplit('.', 1)[-1]}`")
+    return DataError(f"{file}: not UTF-8 text ({error}). Save the file as UTF-8")

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from superb.digest import sha256_file
-from superb.errors import DataError
+from superb.errors import DataError, utf8_error
 from superb.runs import trec_order
 
 FORMATS = ("trec", "rank_llm")
@@ -179,8 +179,6 @@ def _read_trec(path: Path) -> list[tuple]:
                 score = _number(parts[4], "score", where)
                 records.append((parts[0], parts[2], rank, score, where, parts[5]))
     except UnicodeDecodeError:
-        from superb.data.base import utf8_error
-
         raise utf8_error(path) from None
     return records
 
@@ -191,8 +189,6 @@ def _read_rank_llm(path: Path) -> tuple[list[tuple], dict[str, str]]:
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); the file may be truncated. {HOW}") from None
     except UnicodeDecodeError:
-        from superb.data.base import utf8_error
-
         raise utf8_error(path) from None
     if not isinstance(entries, list):
         raise DataError(f"{path}: expected a JSON list of {{\"query\", \"hits\"}} entries, found "

@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from superb.data.fetch import sha256_file
-from superb.errors import DataError, SpecError
+from superb.errors import DataError, SpecError, utf8_error  # noqa: F401 - utf8_error: superb.data.base.utf8_error, as before
 
 log = logging.getLogger(__name__)
 
@@ -224,20 +224,6 @@ class Dataset:
 def _some(items: list, n: int = 5) -> str:
     shown = ", ".join(str(x) for x in items[:n])
     return shown + (f", ... ({len(items) - n} more)" if len(items) > n else "")
-
-
-def utf8_error(file: Path, error: UnicodeDecodeError | None = None) -> DataError:
-    """The DataError for a file that is not UTF-8: the first bad line and column, the bytes around it, the fix."""
-    with open(file, "rb") as handle:
-        for number, raw in enumerate(handle, 1):  # UTF-8 never puts a newline byte inside a character
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as bad:
-                near = raw[max(0, bad.start - 30): bad.end + 30]
-                return DataError(f"{file}:{number}: not UTF-8 text: byte(s) {raw[bad.start:bad.end]!r} at column "
-                                 f"{bad.start + 1} ({bad.reason}), near {near!r}. Save the file as UTF-8, e.g. "
-                                 f"`iconv -f latin1 -t utf-8 {file.name} > fixed.{file.name.rsplit('.', 1)[-1]}`")
-    return DataError(f"{file}: not UTF-8 text ({error}). Save the file as UTF-8")
 
 
 def compose_text(*parts: str | None) -> str:
