@@ -17,6 +17,20 @@ class SpecError(SuperbError, ValueError):
         super().__init__(f"{path}: {message}" if path else message)
 
 
+class SpecErrors(SpecError):
+    """Several independent errors of one spec, reported together (superb.spec reads every part it can before it
+    raises). ``errors`` holds them in the spec's order; the message is one error per line, so that the CLI's
+    ``superb: error: ...`` prefix introduces the first and each further one starts with its own key path."""
+
+    def __init__(self, errors: list[SpecError]):
+        self.errors = list(errors)
+        first = self.errors[0]
+        self.path = first.path
+        lines = [str(e) for e in self.errors]
+        more = f"\n({len(lines)} errors in this spec; fix them all before running)" if len(lines) > 1 else ""
+        ValueError.__init__(self, "\n".join(lines) + more)
+
+
 class DataError(SuperbError):
     """A data file is missing, corrupt, or has the wrong columns. The message names the file and how to get it."""
 

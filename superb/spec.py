@@ -20,7 +20,7 @@ from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from superb.errors import SpecError
+from superb.errors import SpecError, SpecErrors
 from superb.transformers.registry import needs_llm, score_columns
 
 DEFAULT_MEASURES = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
@@ -150,26 +150,62 @@ def load_spec(path: str | Path) -> Spec:
     return parse_spec(read_toml(path), source=Path(path))
 
 
+class Errors:
+    """Collects the SpecErrors of independent parts of a spec, so that one reading reports them all
+    (:class:`superb.errors.SpecErrors`); a part that failed gives ``None`` and the parts that depend on it are
+    not checked (their errors would only repeat the first)."""
+
+    def __init__(self) -> None:
+        self.found: list[SpecError] = []
+
+    def part(self, read: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            return read(*args, **kw)
+        except SpecErrors as many:
+            self.found.extend(many.errors)
+        except SpecError as err:
+            self.found.append(err)
+        return None
+
+    def raise_any(self) -> None:
+        if len(self.found) == 1:
+            raise self.found[0]
+        if self.found:
+            raise SpecErrors(self.found)
+
+
 def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
+    """The checked spec; every independent error found is reported together (:class:`Errors`)."""
     check_keys(raw, "", required={"name", "dataset", "pipelines"},
                 optional={"description", "queries", "evaluation", "llm", "output", "seed", "hypotheses"})
+    errors = Errors()
+    name = errors.part(_parse_name, raw)
+    dataset = errors.part(typed, raw, "dataset", dict, "")
+    queries = errors.part(parse_queries, raw.get("queries", {}), unjudged=True)
+    evaluation = errors.part(_parse_evaluation, raw.get("evaluation", {}))
+    llm = errors.part(typed, raw, "llm", dict, "") if "llm" in raw else None
+    pipelines = errors.part(_parse_pipelines, raw["pipelines"])
+    description = errors.part(typed, raw, "description", str, "", default="")
+    output = errors.part(typed, raw, "output", str, "", default=None)
+    seed = errors.part(typed, raw, "seed", int, "", default=0)
+    hypotheses = ()
+    if pipelines is not None and evaluation is not None:
+        hypotheses = errors.part(_parse_hypotheses, raw.get("hypotheses", []), pipelines, evaluation)
+    errors.raise_any()
+    return Spec(
+        name=name, source=source, raw=raw, dataset=dataset, queries=queries, evaluation=evaluation, llm=llm,
+        pipelines=pipelines, description=description, output=output, seed=seed,
+        baselines={p.name: p.baseline for p in pipelines},
+        comparisons={p.name: p.compare for p in pipelines if p.compare}, hypotheses=hypotheses,
+    )
+
+
+def _parse_name(raw: dict[str, Any]) -> str:
     name = typed(raw, "name", str, "")
     if not _NAME_RE.match(name) or "/" in name:
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -), it names results/NAME")
     check_name_length(name, "name", room=SPEC_NAME_ROOM, what="the results folder results/.NAME.replaced-PID")
-    dataset = typed(raw, "dataset", dict, "")
-    queries = parse_queries(raw.get("queries", {}), unjudged=True)
-    evaluation = _parse_evaluation(raw.get("evaluation", {}))
-    llm = typed(raw, "llm", dict, "") if "llm" in raw else None
-    pipelines = _parse_pipelines(raw["pipelines"])
-    hypotheses = _parse_hypotheses(raw.get("hypotheses", []), pipelines, evaluation)
-    return Spec(
-        name=name, source=source, raw=raw, dataset=dataset, queries=queries, evaluation=evaluation, llm=llm,
-        pipelines=pipelines, description=typed(raw, "description", str, "", default=""),
-        output=typed(raw, "output", str, "", default=None), seed=typed(raw, "seed", int, "", default=0),
-        baselines={p.name: p.baseline for p in pipelines},
-        comparisons={p.name: p.compare for p in pipelines if p.compare}, hypotheses=hypotheses,
-    )
+    return name
 
 
 def _parse_hypotheses(items: Any, pipelines: tuple[PipelineSpec, ...], evaluation: EvaluationSpec
@@ -181,42 +217,50 @@ def _parse_hypotheses(items: Any, pipelines: tuple[PipelineSpec, ...], evaluatio
         raise SpecError("hypotheses", "must be an array of tables ([[hypotheses]] entries)")
     names = {p.name: p for p in pipelines}
     out, seen = [], {}
+    errors = Errors()
     for i, table in enumerate(items):
-        path = f"hypotheses[{i}]"
-        check_keys(table, path, required={"system", "against"}, optional={"measures", "views", "family", "evidence"})
-        system, against = typed(table, "system", str, path), typed(table, "against", str, path)
-        for key, name in (("system", system), ("against", against)):
-            if name not in names:
-                raise SpecError(f"{path}.{key}", f"{name!r} names no pipeline; known: {sorted(names)}")
-        if system == against:
-            raise SpecError(f"{path}.against", "a system cannot be tested against itself")
-        if names[against].baseline == system:
-            raise SpecError(path, f"{against!r} is tested against its baseline {system!r} in the table: write "
-                                  f"system = {against!r}, against = {system!r}")
-        measures = typed(table, "measures", list, path, default=list(evaluation.measures))
-        unknown = [m for m in measures if m not in evaluation.measures]
-        if not measures or unknown:
-            raise SpecError(f"{path}.measures", f"expected a non-empty list of [evaluation] measures "
-                                                f"{list(evaluation.measures)}, got {unknown or measures!r}")
-        views = typed(table, "views", list, path, default=list(evaluation.views))
-        unknown = [v for v in views if v not in evaluation.views]
-        if not views or unknown:
-            raise SpecError(f"{path}.views", f"expected a non-empty list of [evaluation] views "
-                                             f"{list(evaluation.views)}, got {unknown or views!r}")
-        family = typed(table, "family", str, path, default="confirmatory")
-        if not family.strip():
-            raise SpecError(f"{path}.family", "must be a non-empty name")
-        for m in measures:
-            for v in views:
-                key = frozenset((system, against)), m, v
-                if key in seen:
-                    raise SpecError(path, f"{system!r} against {against!r} on {m} ({v}) is already declared by "
-                                          f"{seen[key]}; declare each test once")
-                seen[key] = path
-        out.append(HypothesisSpec(system=system, against=against, measures=tuple(dict.fromkeys(measures)),
-                                  views=tuple(dict.fromkeys(views)), family=family,
-                                  evidence=typed(table, "evidence", str, path, default=""), path=path))
+        hypothesis = errors.part(_parse_hypothesis, table, f"hypotheses[{i}]", names, evaluation, seen)
+        if hypothesis is not None:
+            out.append(hypothesis)
+    errors.raise_any()
     return tuple(out)
+
+
+def _parse_hypothesis(table: dict, path: str, names: Mapping[str, PipelineSpec], evaluation: EvaluationSpec,
+                      seen: dict) -> HypothesisSpec:
+    check_keys(table, path, required={"system", "against"}, optional={"measures", "views", "family", "evidence"})
+    system, against = typed(table, "system", str, path), typed(table, "against", str, path)
+    for key, name in (("system", system), ("against", against)):
+        if name not in names:
+            raise SpecError(f"{path}.{key}", f"{name!r} names no pipeline; known: {sorted(names)}")
+    if system == against:
+        raise SpecError(f"{path}.against", "a system cannot be tested against itself")
+    if names[against].baseline == system:
+        raise SpecError(path, f"{against!r} is tested against its baseline {system!r} in the table: write "
+                              f"system = {against!r}, against = {system!r}")
+    measures = typed(table, "measures", list, path, default=list(evaluation.measures))
+    unknown = [m for m in measures if m not in evaluation.measures]
+    if not measures or unknown:
+        raise SpecError(f"{path}.measures", f"expected a non-empty list of [evaluation] measures "
+                                            f"{list(evaluation.measures)}, got {unknown or measures!r}")
+    views = typed(table, "views", list, path, default=list(evaluation.views))
+    unknown = [v for v in views if v not in evaluation.views]
+    if not views or unknown:
+        raise SpecError(f"{path}.views", f"expected a non-empty list of [evaluation] views "
+                                         f"{list(evaluation.views)}, got {unknown or views!r}")
+    family = typed(table, "family", str, path, default="confirmatory")
+    if not family.strip():
+        raise SpecError(f"{path}.family", "must be a non-empty name")
+    for m in measures:
+        for v in views:
+            key = frozenset((system, against)), m, v
+            if key in seen:
+                raise SpecError(path, f"{system!r} against {against!r} on {m} ({v}) is already declared by "
+                                      f"{seen[key]}; declare each test once")
+            seen[key] = path
+    return HypothesisSpec(system=system, against=against, measures=tuple(dict.fromkeys(measures)),
+                          views=tuple(dict.fromkeys(views)), family=family,
+                          evidence=typed(table, "evidence", str, path, default=""), path=path)
 
 
 def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
@@ -311,62 +355,88 @@ def check_measures(names: list[str], rel: int | None, views: Iterable[str], path
 
 
 def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
+    """Every [[pipelines]] entry; each entry's first error is collected and reading goes on with the next entry, so a
+    spec's pipeline errors come together (an entry that reads a broken one is not checked further)."""
     if not isinstance(items, list) or not items:
         raise SpecError("pipelines", "must be a non-empty array of tables ([[pipelines]] entries)")
+    errors = Errors()
     seen: dict[str, PipelineSpec] = {}
+    broken: set[str] = set()  # names of entries with an error: entries reading them are not checked further
     for i, table in enumerate(items):
         path = f"pipelines[{i}]"
-        if not isinstance(table, dict):
-            raise SpecError(path, f"must be a table, got {type(table).__name__}")
-        check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline", "compare"})
-        name = typed(table, "name", str, path)
-        if not _NAME_RE.match(name):
-            raise SpecError(f"{path}.name", f"{name!r}: use letters, digits, spaces and _ . + > @ ( ) = , - only")
-        if name in seen:
-            raise SpecError(f"{path}.name", f"{name!r} is used by an earlier pipeline; names must be unique")
-        has_fs, has_input = "first_stage" in table, "input" in table
-        if has_fs == has_input:
-            raise SpecError(path, "give exactly one of 'first_stage' (a retrieval table) or 'input' (an earlier "
-                                  "pipeline's name whose run this one reranks)")
-        first_stage = typed(table, "first_stage", dict, path, default=None)
-        if first_stage is not None and "run" in first_stage:  # a given run: its file is read and checked now
-            from superb.run_files import run_options  # here: it loads pandas, which reading a spec otherwise does not
-
-            run_options(first_stage, f"{path}.first_stage")
-        source = typed(table, "input", str, path, default=None)
-        if source is not None and source not in seen:
-            raise SpecError(f"{path}.input", f"{source!r} names no earlier pipeline; known: {sorted(seen) or 'none'}")
-        rerank = table.get("rerank", [])
-        if isinstance(rerank, dict):
-            rerank = [rerank]
-        if not isinstance(rerank, list) or not all(isinstance(r, dict) for r in rerank):
-            raise SpecError(f"{path}.rerank", "must be a table or an array of tables, each with a 'type'")
-        for j, r in enumerate(rerank):
-            if not isinstance(r.get("type"), str):
-                raise SpecError(f"{path}.rerank[{j}].type", "missing: each reranker needs a type, e.g. \"pointwise\"")
-        if source is not None and not rerank:
-            raise SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks nothing")
-        baseline = _parse_baseline(table, path, source)
-        compare = typed(table, "compare", list, path, default=[])
-        if not all(isinstance(c, str) for c in compare) or len(set(compare)) != len(compare):
-            raise SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got {compare!r}")
-        seen[name] = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
-                                  baseline=baseline, compare=tuple(compare))
-        _check_fuse_weights(seen[name], seen)
+        p = errors.part(_parse_pipeline, table, path, seen, broken)
+        if p is None:
+            if isinstance(table, dict) and isinstance(table.get("name"), str):
+                broken.add(table["name"])
+            continue
+        seen[p.name] = p
     for p in seen.values():
-        check_name_length(file_name(p.name), f"{p.path}.name", room=SYSTEM_NAME_ROOM, what="its gain plot gain_NAME.png")
-    check_file_names([p.name for p in seen.values()], [f"{p.path}.name" for p in seen.values()])
+        errors.part(check_name_length, file_name(p.name), f"{p.path}.name", room=SYSTEM_NAME_ROOM,
+                    what="its gain plot gain_NAME.png")
+    errors.part(check_file_names, [p.name for p in seen.values()], [f"{p.path}.name" for p in seen.values()])
     for p in seen.values():
-        if p.baseline is not None and p.baseline not in seen:
-            raise SpecError(f"{p.path}.baseline", f"{p.baseline!r} names no pipeline; known: {sorted(seen)}")
-        if p.baseline == p.name:
-            raise SpecError(f"{p.path}.baseline", "a pipeline cannot be its own baseline")
-        for other in p.compare:
-            if other not in seen or other == p.name:
-                raise SpecError(f"{p.path}.compare", f"{other!r} is not another pipeline; known: {sorted(seen)}")
-            if other == p.baseline:
-                raise SpecError(f"{p.path}.compare", f"{other!r} is already this pipeline's baseline")
+        errors.part(_check_references, p, seen, broken)
+    errors.raise_any()
     return tuple(seen.values())
+
+
+def _parse_pipeline(table: Any, path: str, seen: dict[str, PipelineSpec], broken: set[str]) -> PipelineSpec | None:
+    if not isinstance(table, dict):
+        raise SpecError(path, f"must be a table, got {type(table).__name__}")
+    check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline", "compare"})
+    name = typed(table, "name", str, path)
+    if not _NAME_RE.match(name):
+        raise SpecError(f"{path}.name", f"{name!r}: use letters, digits, spaces and _ . + > @ ( ) = , - only")
+    if name in seen or name in broken:
+        raise SpecError(f"{path}.name", f"{name!r} is used by an earlier pipeline; names must be unique")
+    has_fs, has_input = "first_stage" in table, "input" in table
+    if has_fs == has_input:
+        raise SpecError(path, "give exactly one of 'first_stage' (a retrieval table) or 'input' (an earlier "
+                              "pipeline's name whose run this one reranks)")
+    first_stage = typed(table, "first_stage", dict, path, default=None)
+    if first_stage is not None and "run" in first_stage:  # a given run: its file is read and checked now
+        from superb.run_files import run_options  # here: it loads pandas, which reading a spec otherwise does not
+
+        run_options(first_stage, f"{path}.first_stage")
+    source = typed(table, "input", str, path, default=None)
+    if source is not None and source in broken:
+        broken.add(name)
+        return None
+    if source is not None and source not in seen:
+        raise SpecError(f"{path}.input", f"{source!r} names no earlier pipeline; known: {sorted(seen) or 'none'}")
+    rerank = table.get("rerank", [])
+    if isinstance(rerank, dict):
+        rerank = [rerank]
+    if not isinstance(rerank, list) or not all(isinstance(r, dict) for r in rerank):
+        raise SpecError(f"{path}.rerank", "must be a table or an array of tables, each with a 'type'")
+    for j, r in enumerate(rerank):
+        if not isinstance(r.get("type"), str):
+            raise SpecError(f"{path}.rerank[{j}].type", "missing: each reranker needs a type, e.g. \"pointwise\"")
+    if source is not None and not rerank:
+        raise SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks nothing")
+    baseline = _parse_baseline(table, path, source)
+    compare = typed(table, "compare", list, path, default=[])
+    if not all(isinstance(c, str) for c in compare) or len(set(compare)) != len(compare):
+        raise SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got {compare!r}")
+    p = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
+                     baseline=baseline, compare=tuple(compare))
+    _check_fuse_weights(p, seen)
+    return p
+
+
+def _check_references(p: PipelineSpec, seen: Mapping[str, PipelineSpec], broken: set[str]) -> None:
+    """A pipeline's baseline and compare list name other pipelines (a broken one is not reported again)."""
+    if p.baseline is not None and p.baseline not in seen and p.baseline not in broken:
+        raise SpecError(f"{p.path}.baseline", f"{p.baseline!r} names no pipeline; known: {sorted(seen)}")
+    if p.baseline == p.name:
+        raise SpecError(f"{p.path}.baseline", "a pipeline cannot be its own baseline")
+    for other in p.compare:
+        if other in broken:
+            continue
+        if other not in seen or other == p.name:
+            raise SpecError(f"{p.path}.compare", f"{other!r} is not another pipeline; known: {sorted(seen)}")
+        if other == p.baseline:
+            raise SpecError(f"{p.path}.compare", f"{other!r} is already this pipeline's baseline")
 
 
 def _check_fuse_weights(p: PipelineSpec, earlier: Mapping[str, PipelineSpec]) -> None:
