@@ -286,7 +286,7 @@ async def _pending_as_none(coro, stats: Counter):
 
 COMMON_OPTIONS: dict[str, Opt] = {
     "top_k": Opt(20, positive_int),  # rerank the top_k of each query; the rest stays below in its prior order
-    "fields": Opt(("title",), str_list),  # product fields shown to the model
+    "fields": Opt(None, str_list),  # fields shown to the model; default: the data set's prompt_fields ("title")
     "text_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4); was max_tokens
     "guard": Opt(False, boolean),  # cut text addressed to the model from product text (superb.llm.text.guard); opt-in
 }
@@ -306,8 +306,34 @@ def require_llm(context: Any, path: str) -> Any:
 
 
 def product_text(opts: Mapping[str, Any], context: Any, path: str) -> ProductText:
+    """The text a reranker shows: the spec's ``fields``, else the data set's ``prompt_fields`` (products: title;
+    passages: text), cut to ``text_tokens``."""
     dataset = getattr(context, "dataset", None)
     if dataset is None:
         raise SpecError(path, "this reranker needs product text, but the build context has no dataset")
-    return construct(ProductText, path, dataset, fields=opts["fields"], max_tokens=opts["text_tokens"],
-                     guard=opts["guard"])
+    fields = opts["fields"] if opts["fields"] is not None else tuple(getattr(dataset, "prompt_fields", ("title",)))
+    return construct(ProductText, path, dataset, fields=fields, max_tokens=opts["text_tokens"], guard=opts["guard"])
+
+
+#: the passage form of each product template that has one (TREC DL: the papers' prompts, no shop wording)
+PASSAGE_TEMPLATES = {
+    "pointwise_yesno": "pointwise_yesno_passage",
+    "listwise_rankgpt": "listwise_rankgpt_passage",
+    "listwise_first": "listwise_first_passage",
+    "setwise_best": "setwise_best_passage",
+    "pairwise_ab": "pairwise_ab_passage",
+}
+
+
+def default_template(name: str, context: Any, path: str = "") -> str:
+    """The default template ``name`` for the build context's data set: its passage form when the data set holds
+    passages (``text_kind = "passage"``); a product template that has no passage form is refused there, so that a
+    shop prompt is never put to passages unasked."""
+    kind = getattr(getattr(context, "dataset", None), "text_kind", "product")
+    if kind != "passage":
+        return name
+    if name not in PASSAGE_TEMPLATES:
+        raise SpecError(f"{path}.template" if path else "template",
+                        f"the data set holds passages and the default template {name!r} is written for products; "
+                        f"name a template (passage templates: {sorted(PASSAGE_TEMPLATES.values())})")
+    return PASSAGE_TEMPLATES[name]

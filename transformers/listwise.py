@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from superb.errors import SpecError
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
-from superb.transformers.options import boolean, non_negative_int, one_of, Opt, read_options, spec_error
-from superb.transformers.window import MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
+from superb.transformers.base import (COMMON_OPTIONS, Candidates, Reranker, default_template, product_text, require_llm,
+                                      scores_from_order)
+from superb.transformers.options import boolean, non_negative_int, one_of, Opt, read_options, spec_error, template_name
+from superb.transformers.window import DEFAULT_TEMPLATES, MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
 
 
 def check_calibrate(opts: dict[str, Any], path: str) -> None:
@@ -40,9 +41,9 @@ class ListwiseReranker(Reranker):
     type_name = "listwise"
 
     def __init__(self, llm: Any, *, method: str = "generation", shuffles: int = 0, seed: int = 0,
-                 calibrate: bool = False, **kw: Any):
+                 calibrate: bool = False, template: str | None = None, **kw: Any):
         super().__init__(llm, **kw)
-        self.ranker = window_ranker(method, shuffles, seed, calibrate)
+        self.ranker = window_ranker(method, shuffles, seed, calibrate, template)
         self.method = method
         size = self.window_size()
         if method == "likelihood" and (size is None or size > MAX_LIKELIHOOD_WINDOW):
@@ -60,7 +61,8 @@ class ListwiseReranker(Reranker):
     @classmethod
     def spec_schema(cls, context: Any = None) -> dict[str, Opt]:
         return {**COMMON_OPTIONS, "method": Opt("generation", one_of(*METHODS)), "shuffles": Opt(0, non_negative_int),
-                "seed": Opt(getattr(context, "seed", 0), non_negative_int), "calibrate": Opt(False, boolean)}
+                "seed": Opt(getattr(context, "seed", 0), non_negative_int), "calibrate": Opt(False, boolean),
+                "template": Opt(None, template_name)}
 
     @classmethod
     def check_options(cls, opts: dict[str, Any], path: str) -> None:
@@ -75,6 +77,7 @@ class ListwiseReranker(Reranker):
         opts = read_options(options, path, cls.spec_schema(context))
         cls.check_options(opts, path)
         extra = {k: v for k, v in opts.items() if k not in COMMON_OPTIONS}
+        extra["template"] = opts["template"] or default_template(DEFAULT_TEMPLATES[opts["method"]], context, path)
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
                        tag=path, **extra)

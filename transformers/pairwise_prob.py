@@ -31,8 +31,9 @@ from superb.errors import SpecError
 from superb.llm.preference import DEFAULT_TEMPLATE, PairwisePreference
 from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
-from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error
+from superb.transformers.base import (COMMON_OPTIONS, Candidates, Reranker, default_template, product_text, require_llm,
+                                      scores_from_order)
+from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error, template_name
 from superb.transformers.selection import BubbleTopK, PairMergeSort, SoftAllPairs
 
 STRATEGIES = ("allpairs", "sliding", "sort")
@@ -88,13 +89,15 @@ class PairwiseProbReranker(Reranker):
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "PairwiseProbReranker":
         schema = {**COMMON_OPTIONS, "strategy": Opt("allpairs", one_of(*STRATEGIES)), "passes": Opt(10, positive_int),
-                  "both_orders": Opt(True, boolean)}
+                  "both_orders": Opt(True, boolean), "template": Opt(None, template_name)}
         opts = read_options(options, path, schema)
+        template = opts["template"] or default_template(DEFAULT_TEMPLATE, context, path)
         if "passes" in options and opts["strategy"] != "sliding":
             raise SpecError(f"{path}.passes", f"only applies to strategy \"sliding\"; strategy is {opts['strategy']!r}")
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       strategy=opts["strategy"], passes=opts["passes"], both_orders=opts["both_orders"], tag=path)
+                       strategy=opts["strategy"], passes=opts["passes"], both_orders=opts["both_orders"],
+                       template=template, tag=path)
         except ValueError as e:
             raise spec_error(path, e) from e
 

@@ -34,7 +34,8 @@ import asyncio
 from typing import Any, Mapping
 
 from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
-from superb.transformers.base import BLEND_OPTIONS, COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm
+from superb.transformers.base import (BLEND_OPTIONS, COMMON_OPTIONS, Candidates, Reranker, default_template,
+                                      product_text, require_llm)
 from superb.transformers.options import one_of, Opt, positive_int, read_options, spec_error
 from superb.llm.parsing import (
     LABEL_TOKENS,
@@ -47,7 +48,7 @@ from superb.llm.parsing import (
 VARIANTS = ("best", "yesno")
 TEMPLATES = {
     "best": ("pointwise_best", "pointwise_best_product", "judge_umbrela"),
-    "yesno": ("pointwise_yesno", "pointwise_yesno_product", "pointwise_yesno_product_guard"),
+    "yesno": ("pointwise_yesno", "pointwise_yesno_product", "pointwise_yesno_product_guard", "pointwise_yesno_passage"),
 }
 
 
@@ -95,9 +96,10 @@ class PointwiseReranker(Reranker):
             max_new_tokens=Opt(LABEL_MAX_TOKENS, positive_int),
         )
         opts = read_options(options, path, schema)
+        template = opts["template"] or default_template(TEMPLATES[opts["variant"]][0], context, path)
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       variant=opts["variant"], template=opts["template"], alpha=opts["alpha"],
+                       variant=opts["variant"], template=template, alpha=opts["alpha"],
                        max_new_tokens=opts["max_new_tokens"], tag=path)
         except ValueError as e:
             raise spec_error(path, e) from e

@@ -34,8 +34,9 @@ from superb.llm.parsing import LETTERS
 from superb.llm.preference import Choice, count_choice, read_choice
 from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
-from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error
+from superb.transformers.base import (COMMON_OPTIONS, Candidates, Reranker, default_template, product_text, require_llm,
+                                      scores_from_order)
+from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error, template_name
 from superb.transformers.position_prior import PositionPrior
 from superb.transformers.selection import BubbleTopK, HeapTopK
 
@@ -89,12 +90,14 @@ class SetwiseReranker(Reranker):
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "SetwiseReranker":
         schema = {**COMMON_OPTIONS, "strategy": Opt("heap", one_of(*STRATEGIES)), "set_size": Opt(3, positive_int),
-                  "select": Opt(10, positive_int), "debias": Opt(False, boolean), "calibrate": Opt(False, boolean)}
+                  "select": Opt(10, positive_int), "debias": Opt(False, boolean), "calibrate": Opt(False, boolean),
+                  "template": Opt(None, template_name)}
         opts = read_options(options, path, schema)
+        template = opts["template"] or default_template(DEFAULT_TEMPLATE, context, path)
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
                        strategy=opts["strategy"], set_size=opts["set_size"], select=opts["select"],
-                       debias=opts["debias"], calibrate=opts["calibrate"], tag=path)
+                       debias=opts["debias"], calibrate=opts["calibrate"], template=template, tag=path)
         except ValueError as e:
             raise spec_error(path, e) from e
 

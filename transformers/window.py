@@ -138,9 +138,15 @@ class SelfConsistent:
 METHODS = {"generation": GenerationRanker, "likelihood": LikelihoodRanker}
 
 
-def window_ranker(method: str = "generation", shuffles: int = 0, seed: int = 0, calibrate: bool = False):
-    """The window ranker for a spec: ``method`` ("generation" | "likelihood"; ``calibrate`` with "likelihood" only),
-    wrapped in ``SelfConsistent`` when ``shuffles`` >= 1."""
+#: each method's default template (products; a passage data set gets its passage form: base.default_template)
+DEFAULT_TEMPLATES = {"generation": "listwise_rankgpt", "likelihood": "listwise_first"}
+
+
+def window_ranker(method: str = "generation", shuffles: int = 0, seed: int = 0, calibrate: bool = False,
+                  template: str | None = None):
+    """The window ranker for a spec: ``method`` ("generation" | "likelihood"; ``calibrate`` with "likelihood" only)
+    on ``template`` (None: the method's default, :data:`DEFAULT_TEMPLATES`), wrapped in ``SelfConsistent`` when
+    ``shuffles`` >= 1."""
     if method not in METHODS:
         raise ValueError(f"unknown listwise method {method!r}; allowed: {sorted(METHODS)}")
     if shuffles < 0:
@@ -148,5 +154,6 @@ def window_ranker(method: str = "generation", shuffles: int = 0, seed: int = 0, 
     if calibrate and method != "likelihood":
         raise ValueError(f"calibrate = true divides a label distribution by its position prior: method "
                          f"\"likelihood\" only, got {method!r}")
-    inner = LikelihoodRanker(calibrate=True) if calibrate else METHODS[method]()
+    template = template or DEFAULT_TEMPLATES[method]
+    inner = LikelihoodRanker(template, calibrate=True) if calibrate else METHODS[method](template)
     return SelfConsistent(inner, shuffles, seed) if shuffles else inner

@@ -47,6 +47,8 @@ class Dataset:
     labels: tuple[int, ...]
     label_names: Mapping[int, str]
     irds_id: str | None = None
+    text_kind: str = "product"  # "passage": the rerankers' default templates are the passage ones (trec-dl)
+    prompt_fields: tuple[str, ...] = ("title",)  # the fields a reranker shows when its spec names none
     location_options: tuple[str, ...] = ()  # options that only say where files are (left out of fingerprint())
 
     def __init__(self, *, name: str, fields: Iterable[str], rel_threshold: int, labels: Iterable[int],
