@@ -148,7 +148,7 @@ def test_from_spec_reads_and_rejects_options():
     with pytest.raises(SpecError, match=r"r\.passes.*only applies to strategy \"sliding\""):
         build_reranker({"type": "pairwise_prob", "passes": 3}, context=ctx, path="r")
     with pytest.raises(SpecError, match=r"r\.strategy.*allpairs"):
-        build_reranker({"type": "pairwise_prob", "strategy": "heap"}, context=ctx, path="r")
+        build_reranker({"type": "pairwise_prob", "strategy": "bogosort"}, context=ctx, path="r")
     with pytest.raises(SpecError, match=r"r\.allow_neither.*allowed keys"):
         build_reranker({"type": "pairwise_prob", "allow_neither": True}, context=ctx, path="r")
     with pytest.raises(SpecError, match=r"r\.both_orders.*true or false"):

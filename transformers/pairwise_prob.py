@@ -9,6 +9,9 @@ strategy object from ``selection.py`` (``strategy``):
 - ``"sliding"``: PRP-sliding, ``passes`` m bubble passes from the bottom (the top m settled, the rest in prior
   order): sum over t < m of (k-1-t) pairs, fewer when a pair is asked again (memo).
 - ``"sort"``: stable merge sort deciding i before j when p > 0.5: at most k*ceil(log2 k) - 2**ceil(log2 k) + 1 pairs.
+- ``"heap"``: PRP heapsort (llm-rankers' ``pairwise --method heapsort``): a binary max-heap of preferences settles the
+  top ``select`` (the rest in prior order): at most 2(k-1) + (select-1) x 2 floor(log2 k) pairs (k = 20, select =
+  10: 110).
 
 LLM calls per query = pairs asked x 2 (both orders) or x 1 (``both_orders = false``). Within one query a pair is asked
 once (memo; ``comparisons_memo`` counts the repeats answered without a call). With ``allpairs`` and both orders, the
@@ -34,20 +37,22 @@ from superb.llm.types import ChatRequest, Completion
 from superb.transformers.base import (COMMON_OPTIONS, Candidates, Reranker, default_template, product_text, require_llm,
                                       scores_from_order)
 from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error, template_name
-from superb.transformers.selection import BubbleTopK, PairMergeSort, SoftAllPairs
+from superb.transformers.selection import BubbleTopK, PairHeapTopK, PairMergeSort, SoftAllPairs
 
-STRATEGIES = ("allpairs", "sliding", "sort")
+STRATEGIES = ("allpairs", "sliding", "sort", "heap")
 
 
 
-def pair_strategy(name: str, passes: int = 10) -> SoftAllPairs | BubbleTopK | PairMergeSort:
-    """The strategy object for ``name`` ("allpairs" | "sliding" | "sort")."""
+def pair_strategy(name: str, passes: int = 10, select: int = 10) -> SoftAllPairs | BubbleTopK | PairMergeSort | PairHeapTopK:
+    """The strategy object for ``name`` ("allpairs" | "sliding" | "sort" | "heap")."""
     if name == "allpairs":
         return SoftAllPairs()
     if name == "sliding":
         return BubbleTopK(size=2, passes=passes)
     if name == "sort":
         return PairMergeSort()
+    if name == "heap":
+        return PairHeapTopK(select=select)
     raise ValueError(f"unknown pairwise strategy {name!r}; allowed: {list(STRATEGIES)}")
 
 
@@ -68,17 +73,17 @@ class PairwiseProbReranker(Reranker):
 
     Score: ``"allpairs"``: the soft win count (sum over opponents of p(i over j)), a strength; ``"sliding"`` and
     ``"sort"``: only an order (n - position). Score column: ``pairwise_prob_score`` (``<stage>_score`` when the spec
-    names the stage). Options: ``strategy``, ``passes`` (``"sliding"`` only), ``both_orders`` and the common options
+    names the stage). Options: ``strategy``, ``passes`` (``"sliding"`` only), ``select`` (``"heap"`` only), ``template``, ``both_orders`` and the common options
     (``top_k``, ``fields``, the product-text budget, ``guard``: base.COMMON_OPTIONS).
     """
 
     type_name = "pairwise_prob"
 
     def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,
-                 strategy: str = "allpairs", passes: int = 10, both_orders: bool = True,
+                 strategy: str = "allpairs", passes: int = 10, select: int = 10, both_orders: bool = True,
                  template: Any = DEFAULT_TEMPLATE, tag: str = ""):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
-        self.strategy = pair_strategy(strategy, passes)
+        self.strategy = pair_strategy(strategy, passes, select)
         self.preference = PairwisePreference(Counted(self), template, both_orders=both_orders, fields=("text",),
                                              max_chars=10**6, tag=self.tag)
 
@@ -89,14 +94,18 @@ class PairwiseProbReranker(Reranker):
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "PairwiseProbReranker":
         schema = {**COMMON_OPTIONS, "strategy": Opt("allpairs", one_of(*STRATEGIES)), "passes": Opt(10, positive_int),
+                  "select": Opt(10, positive_int),
                   "both_orders": Opt(True, boolean), "template": Opt(None, template_name)}
         opts = read_options(options, path, schema)
         template = opts["template"] or default_template(DEFAULT_TEMPLATE, context, path)
         if "passes" in options and opts["strategy"] != "sliding":
             raise SpecError(f"{path}.passes", f"only applies to strategy \"sliding\"; strategy is {opts['strategy']!r}")
+        if "select" in options and opts["strategy"] != "heap":
+            raise SpecError(f"{path}.select", f"only applies to strategy \"heap\"; strategy is {opts['strategy']!r}")
         try:
             return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       strategy=opts["strategy"], passes=opts["passes"], both_orders=opts["both_orders"],
+                       strategy=opts["strategy"], passes=opts["passes"], select=opts["select"],
+                       both_orders=opts["both_orders"],
                        template=template, tag=path)
         except ValueError as e:
             raise spec_error(path, e) from e
