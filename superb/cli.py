@@ -82,6 +82,23 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--measure", action="append", help="measures to show (default: all in both)")
     compare.set_defaults(func=_cmd_compare)
 
+    evaluate = sub.add_parser("evaluate", help="evaluate run files against qrels with superb's statistics (no LLM): "
+                                               "the same table, per-query values, power and report as `superb run`")
+    evaluate.add_argument("runs", type=Path, nargs="+", help="TREC run files (or rank_llm .json candidates)")
+    evaluate.add_argument("--qrels", type=Path, required=True, help="TREC qrels: qid 0 docno label")
+    evaluate.add_argument("--names", default=None, help="system names, comma-separated, one per run (default: stems)")
+    evaluate.add_argument("--baseline", default="", help="the system every other is tested against (default: the "
+                                                         "first run; 'none': no tests)")
+    evaluate.add_argument("--hypotheses", type=Path, default=None, help="a TOML file of [[hypotheses]] tables")
+    evaluate.add_argument("--measures", nargs="+", default=None, help="ir_measures names (default P@5/10/20, "
+                                                                      "nDCG@5/10/20)")
+    evaluate.add_argument("--views", nargs="+", default=None, help="full (default) and/or condensed")
+    evaluate.add_argument("--rel", type=int, default=1, help="binary measures count labels >= REL (TREC DL: 2)")
+    evaluate.add_argument("--topics", type=Path, default=None, help="qid<TAB>query: the queries to evaluate")
+    evaluate.add_argument("--name", default="evaluate", help="the table's name (default: evaluate)")
+    evaluate.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME)")
+    evaluate.set_defaults(func=_cmd_evaluate)
+
     report = sub.add_parser("report", help="write report.html: the table, the cost plot and two systems' rankings "
                                            "side by side per query, one self-contained page")
     report.add_argument("result", type=Path, help="a results folder, e.g. results/quickstart")
@@ -124,6 +141,27 @@ def _cmd_run(args) -> int:
     except (SuperbError, OSError) as exc:  # the results are written; the page can be made again from them
         print(f"superb: report.html not written ({exc}); `superb report {out}` writes it", file=sys.stderr)
     return _llm_exit_code(spec, result)
+
+
+def _cmd_evaluate(args) -> int:
+    from superb.atomic import check_replaceable
+    from superb.evaluate_runs import evaluate_runs
+    from superb.results import write_results
+
+    out = args.out or Path("results") / args.name
+    check_replaceable(out)
+    baseline = None if args.baseline.lower() == "none" else args.baseline
+    result = evaluate_runs(args.runs, qrels=args.qrels, names=args.names, baseline=baseline, measures=args.measures,
+                           views=args.views, rel=args.rel, hypotheses=args.hypotheses, name=args.name,
+                           topics=args.topics)
+    write_results(result, out)
+    print((out / "table.md").read_text(encoding="utf-8"))
+    print(f"results written to {out}/ (0 LLM calls)")
+    try:
+        _report(out)
+    except (SuperbError, OSError) as exc:
+        print(f"superb: report.html not written ({exc}); `superb report {out}` writes it", file=sys.stderr)
+    return 0
 
 
 def dry_run_report(result) -> str:
