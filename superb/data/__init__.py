@@ -8,6 +8,7 @@ checks its own option keys (``load_dataset("local", docs=..., queries=..., qrels
   wands             Wayfair WANDS, user-provided tab-separated files (superb.data.wands)
   superb-triplets   (query, product, label) triplets over ESCI products (superb.data.triplets)
   local             JSONL docs + TSV queries + TREC qrels (superb.data.local)
+  irds              any ir_datasets collection by its id (superb.data.irds)
   trec-dl           TREC DL 2019/2020 passages: rank_llm's BM25 top-100 candidates, NIST qrels (superb.data.trec_dl)
 
 More loaders (e.g. a generated benchmark folder) plug in with :func:`register_loader`.
@@ -37,6 +38,7 @@ _LOADERS: dict[str, str | Callable[[Mapping[str, Any], str], "Dataset"]] = {
     "superb-triplets": "superb.data.triplets:load",
     "local": "superb.data.local:load",
     "trec-dl": "superb.data.trec_dl:load",
+    "irds": "superb.data.irds:load",
 }
 
 
