@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("a", type=Path)
     compare.add_argument("b", type=Path)
     compare.add_argument("--measure", action="append", help="measures to show (default: all in both)")
+    compare.add_argument("--different-queries", action="store_true",
+                         help="print folders evaluated on different query sets side by side anyway (warned)")
     compare.set_defaults(func=_cmd_compare)
 
     evaluate = sub.add_parser("evaluate", help="evaluate run files against qrels with superb's statistics (no LLM): "
@@ -265,10 +267,32 @@ def _cmd_compare(args) -> int:
     except FileNotFoundError as exc:
         raise SuperbError(str(exc)) from exc
     names = (args.a.name, args.b.name)
+    differ = query_sets_differ(args.a, args.b)
+    if differ and not args.different_queries:
+        raise SuperbError(f"{differ}: their means are not comparable. Compare folders evaluated on the same queries, "
+                          "or pass --different-queries to print them side by side anyway")
+    if differ:
+        print(f"superb: warning: {differ}; the differences below mix query sets", file=sys.stderr)
     measures = None if not args.measure else [compared_measure(m, set(a["measure"]) | set(b["measure"]))
                                               for m in args.measure]
     print(format_side_by_side(side_by_side(a, b, names=names, measures=measures), names))
     return 0
+
+
+def query_sets_differ(a: Path, b: Path) -> str:
+    """"" when two results folders were evaluated on the same queries (their topics.tsv), else a sentence naming the
+    counts: shared, only in one, only in the other."""
+    def qids(folder: Path) -> set[str]:
+        path = folder / "topics.tsv"
+        if not path.is_file():
+            raise SuperbError(f"{path} does not exist: `superb compare` takes folders written by `superb run`")
+        return {line.split("\t", 1)[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+
+    qa, qb = qids(a), qids(b)
+    if qa == qb:
+        return ""
+    return (f"{a} and {b} were evaluated on different queries: {len(qa & qb)} shared, {len(qa - qb)} only in "
+            f"{a.name}, {len(qb - qa)} only in {b.name}")
 
 
 def compared_measure(name: str, known: set[str]) -> str:

@@ -89,3 +89,16 @@ def test_a_live_run_and_its_cached_rerun_count_the_same_requests(local, capsys):
            in live
     assert "superb: LLM requests: 5 (0 calls made, 5 from the cache), 0 failed" in rerun
     shutil.rmtree(local / "home", ignore_errors=True)
+
+
+def test_compare_refuses_folders_evaluated_on_different_queries_naming_the_counts(capsys):
+    """chorus_dev holds the 40 dev queries, chorus_table4_full the 95 test queries: none shared."""
+    code = main(["compare", str(RESULTS / "chorus_dev"), str(RESULTS / "chorus_table4_full"), "--measure", "nDCG@10"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "were evaluated on different queries: 0 shared, 40 only in chorus_dev, 95 only in chorus_table4_full" in err
+    assert "--different-queries" in err
+    code = main(["compare", str(RESULTS / "chorus_dev"), str(RESULTS / "chorus_table4_full"), "--measure", "nDCG@10",
+                 "--different-queries"])
+    captured = capsys.readouterr()
+    assert code == 0 and "superb: warning:" in captured.err and "nDCG@10" in captured.out
