@@ -63,7 +63,7 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     Queries without a relevant document (no positive label: every measure of every system is 0 on them) are counted
     per view; with ``[evaluation] no_relevant = "drop"`` they are left out of every view's evaluation (their labels
     are removed)."""
-    from superb.eval.evaluate import View, make_views, no_relevant_queries, per_query, significance
+    from superb.eval.evaluate import View, make_views, no_relevant_counts, no_relevant_queries, per_query, significance
     from superb.eval.families import Hypothesis, by_construction, families
     from superb.eval.measures import judged_measure, parse_measures
     from superb.eval.stats import PairedTest
@@ -74,6 +74,7 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     runs = {name: pr.run for name, pr in result.pipelines.items()}
     views = make_views(ev.views, result.qrels) + list(extra_views)
     empty = {v.name: no_relevant_queries(v.qrels, result.topics) for v in views}  # no positive label: all 0
+    at_level = no_relevant_counts(views, result.topics, measures)  # per measure, before any query is dropped
     if ev.no_relevant == "drop":
         views = [View(v.name, v.qrels[~v.qrels["qid"].astype(str).isin(set(empty[v.name]))], v.judged_only)
                  for v in views]
@@ -88,15 +89,22 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
                          hypotheses=hypotheses, interval=ev.interval, n_resamples=ev.n_resamples,
                          seed=result.spec.seed, identical_by_construction=by_construction(result.spec.pipelines,
                                                                                            measures),
-                         no_relevant={k: len(v) for k, v in empty.items()})
+                         no_relevant=at_level)
     info = {"test": ev.test, "correction": ev.correction, "alpha": ev.alpha, "n_resamples": ev.n_resamples,
             "rel": rel, "views": [v.name for v in views], "n_queries": int(table["n_queries"].max()),
             "interval": ev.interval, "no_relevant": ev.no_relevant,
             "n_no_relevant": {k: len(v) for k, v in empty.items()},
+            "n_no_relevant_by_measure": _by_measure(table, views[0].name if views else ""),
             "hypotheses": [{"system": h.system, "against": h.against, "measures": list(h.measures),
                             "views": list(h.views), "family": h.family, "evidence": h.evidence}
                            for h in hypotheses]}
     return Evaluation(pd.concat([perquery, judged], ignore_index=True), table, measures, info)
+
+
+def _by_measure(table: pd.DataFrame, view: str) -> dict[str, int]:
+    """Per measure of ``view``: the queries without a relevant document at the measure's own level (table.csv)."""
+    rows = table[table["view"] == view].drop_duplicates("measure")
+    return {str(m): int(k) for m, k in zip(rows["measure"], rows["n_no_relevant"])}
 
 
 def _price(result: ExperimentResult) -> dict[str, float] | None:

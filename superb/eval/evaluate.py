@@ -25,6 +25,7 @@ answer scores 0 on every measure (ir_measures' default), it is not dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,11 +123,24 @@ def no_relevant_queries(qrels: pd.DataFrame, topics: pd.DataFrame, rel: int = 1)
     return sorted(set(labelled["qid"].astype(str)) - relevant)
 
 
+def measure_level(measure: Any) -> int:
+    """The label a measure counts as relevant from: its ``rel`` parameter (P(rel=2)@5: 2), else 1 (nDCG gains from
+    any positive label)."""
+    return int((getattr(measure, "params", None) or {}).get("rel") or 1)
+
+
+def no_relevant_counts(views: Sequence[View], topics: pd.DataFrame, measures: Sequence) -> dict[tuple, int]:
+    """(view, measure name) -> the selected queries without a document at the measure's own relevance level
+    (:func:`measure_level`) in the view's labels."""
+    return {(v.name, repr(m)): len(no_relevant_queries(v.qrels, topics, measure_level(m)))
+            for v in views for m in measures}
+
+
 def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: Sequence[View], measures: Sequence,
                  fams: Sequence[Family], *, test: PairedTest, correction: str = "holm", alpha: float = 0.05,
                  perquery: pd.DataFrame | None = None, hypotheses: Sequence[Hypothesis] = (), interval: str = "t",
                  n_resamples: int = 10_000, seed: int = 0, identical_by_construction: set | frozenset = frozenset(),
-                 no_relevant: Mapping[str, int] | None = None, rel: int = 1) -> pd.DataFrame:
+                 no_relevant: Mapping[Any, int] | None = None, rel: int = 1) -> pd.DataFrame:
     """The table: per view and measure, one row per system (its mean; its test against its baseline, if any), then
     one row per head-to-head comparison, then declared pairs that are neither (superb.eval.families.plan).
 
@@ -136,8 +150,10 @@ def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: 
     (declared hypotheses, not this one: raw p only) or corrected (no hypotheses: a default family). ``correction``
     runs over each family (``family_size`` tests). ``verdict``: better / worse / n.s. (after correction), exploratory,
     identical (agree on every query: no test) or by construction (``identical_by_construction``: (system, against,
-    measure) known equal before any query is read), "" for untested rows. ``no_relevant``: per view, the number of
-    queries without a relevant document (default: counted from each view's qrels, labels >= ``rel``).
+    measure) known equal before any query is read), "" for untested rows. ``n_no_relevant``: the queries on which the
+    row's measure is 0 for every system, counted at the measure's own level (:func:`measure_level`: P(rel=2)@5 counts
+    the queries without a label >= 2, nDCG those without a positive label): ``no_relevant`` maps (view, measure name)
+    or a view to that count (default :func:`no_relevant_counts` of ``views``; ``rel`` is no longer read).
     Columns TABLE_COLUMNS."""
     from superb.eval.effects import mde, paired_interval
     from superb.eval.families import plan
@@ -150,8 +166,10 @@ def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: 
                             f"them, e.g. 'P(rel=2)@5'), got {type(h).__name__}")
     names = [repr(m) for m in measures]
     planned = plan(list(runs), fams, list(hypotheses), [v.name for v in views], names)
-    if no_relevant is None:
-        no_relevant = {v.name: len(no_relevant_queries(v.qrels, topics, rel)) for v in views}
+    if no_relevant is None:  # per (view, measure): the queries on which the measure is 0 for every system
+        no_relevant = no_relevant_counts(views, topics, measures)
+    empty_at = {(v.name, repr(m)): int(no_relevant.get((v.name, repr(m)), no_relevant.get(v.name, 0)))
+                for v in views for m in measures}
     wide = {key: g.pivot(index="qid", columns="system", values="value")
             for key, g in perquery.groupby(["view", "measure"], sort=False)}
     pvalues: dict[tuple, float] = {}
@@ -168,7 +186,8 @@ def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: 
         values = wide[(c.view, c.measure)]
         x = values[c.system].dropna()
         row = {"system": c.system, "view": c.view, "measure": c.measure, "n_queries": int(x.size),
-               "n_no_relevant": int(no_relevant.get(c.view, 0)), "mean": float(x.mean()), "kind": c.kind,
+               "n_no_relevant": empty_at[(c.view, c.measure)],
+               "mean": float(x.mean()), "kind": c.kind,
                "baseline": c.against, "baseline_mean": np.nan, "delta": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                "sd_diff": np.nan, "mde": np.nan, "p": np.nan, "role": c.role, "family": c.family}
         if c.against is not None:

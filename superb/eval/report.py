@@ -21,7 +21,7 @@ CONFIRMED, EXPLORED, SAME = "\u1d9c", "\u1d49", " (=)"  # superscript c, supersc
 # verdicts of a row whose two systems agree on every query (no test; "untested" in tables written before "identical")
 SAME_VERDICTS = ("identical", "by construction", "untested")
 FOOTNOTE_KEYS = ("test", "correction", "alpha", "n_queries", "n_resamples", "rel", "views", "dataset", "notes",
-                 "interval", "no_relevant", "n_no_relevant", "hypotheses")
+                 "interval", "no_relevant", "n_no_relevant", "n_no_relevant_by_measure", "hypotheses")
 _VIEW_NOTES = {"full": "full: unjudged documents count as non-relevant",
                "condensed": "condensed: unjudged documents removed from each run before scoring (condensed lists)",
                "filled": "filled: human labels where they exist, an LLM judge's labels (llm_qrels.trec, its "
@@ -182,7 +182,7 @@ def _n_sentence(info: Mapping) -> str:
         return text + "."
     counts = sorted(set(empty.values()))
     if counts == [0]:
-        return f"{text}; every one has a relevant document."
+        return f"{text}; every one has a relevant document{_by_measure(info, 0)}."
     where = (f"{counts[0]}" if len(counts) == 1 else
              ", ".join(f"{v} ({k})" for k, v in empty.items()))
     if info.get("no_relevant", "keep") == "drop":
@@ -191,7 +191,15 @@ def _n_sentence(info: Mapping) -> str:
     low = n - max(counts)
     return (f"{text}, {where} of them without a relevant document (no positive label: every system scores 0 on "
             f"them): kept, as trec_eval keeps a labelled topic (without them n = {low}"
-            + ("" if len(counts) == 1 else " or more") + ").")
+            + ("" if len(counts) == 1 else " or more") + ")" + _by_measure(info, max(counts)) + ".")
+
+
+def _by_measure(info: Mapping, count: int) -> str:
+    """The measures whose own relevance level leaves a different number of queries without a relevant document."""
+    other = {m: k for m, k in (info.get("n_no_relevant_by_measure") or {}).items() if k != count}
+    if not other:
+        return ""
+    return "; at a measure's own relevance level: " + ", ".join(f"{k} for {m}" for m, k in other.items())
 
 
 def _info(info: Mapping | None, table: pd.DataFrame) -> dict:
