@@ -37,7 +37,7 @@ from superb.eval.stats import PairedTest, correct
 
 VIEW_KINDS = {"full": False, "condensed": True}  # view name -> judged_only
 TABLE_COLUMNS = ["system", "view", "measure", "n_queries", "n_no_relevant", "mean", "kind", "baseline", "baseline_mean",
-                 "delta", "ci_low", "ci_high", "sd_diff", "mde", "p", "role", "family", "p_corrected", "reject",
+                 "delta", "ci_low", "ci_high", "sd_diff", "mde", "mde_family", "p", "role", "family", "p_corrected", "reject",
                  "family_size", "verdict"]
 
 
@@ -155,7 +155,7 @@ def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: 
     the queries without a label >= 2, nDCG those without a positive label): ``no_relevant`` maps (view, measure name)
     or a view to that count (default :func:`no_relevant_counts` of ``views``; ``rel`` is no longer read).
     Columns TABLE_COLUMNS."""
-    from superb.eval.effects import mde, paired_interval
+    from superb.eval.effects import mde, paired_interval, strictest_alpha
     from superb.eval.families import plan
 
     if perquery is None:
@@ -210,6 +210,10 @@ def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: 
         table.loc[index, "reject"] = reject
         table.loc[index, "family_size"] = int(table.loc[index, "p"].notna().sum())
     table.loc[table["p"].isna(), "family_size"] = 0  # identical: counted in no family
+    # the MDE at the family's strictest step (alpha / m under Holm or Bonferroni): what a corrected test can detect
+    table["mde_family"] = [mde(r.sd_diff, r.n_queries, strictest_alpha(alpha, correction, r.family_size))
+                           if r.family_size > 0 and np.isfinite(r.sd_diff) else np.nan
+                           for r in table.itertuples()]
     table["verdict"] = [_verdict(r, identical_by_construction) for r in table.itertuples()]
     return table[TABLE_COLUMNS]
 
