@@ -208,3 +208,22 @@ def test_each_product_shows_its_score_at_each_stage(tiny_folder, tmp_path):
     side = dom.by_id("side-by-side")
     assert not side.find_all("span", "scores") and "(scores not stored in this folder)" in side.text()
     assert all(ol.find_all("li") for ol in side.find_all("ol", "ranking"))  # the lists themselves still render
+
+
+def test_a_page_with_declared_hypotheses_opens_on_the_first_against_its_declared_baseline(tmp_path):
+    """results/chorus_table4_full declares [[hypotheses]] (its first: BM25 >> pointwise against BM25): the committed
+    page opens on that pair, and each row's baseline is its hypothesis's `against` or its input, never the baseline
+    families of a table without hypotheses (the page used to open on BM25 vs RM3)."""
+    import json
+    import re
+
+    folder = Path(__file__).resolve().parents[1] / "results" / "chorus_table4_full"
+    page = folder / "report.html"
+    dom = parse(browse(page, tmp_path))
+    lists = dom.by_id("side-by-side").find_all("ol", "ranking")
+    assert [ol.attrs["data-system"] for ol in lists] == ["BM25", "BM25 >> pointwise"]
+    payload = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>',
+                                   page.read_text(), re.S).group(1))
+    assert payload["hypotheses"][0] == ["BM25", "BM25 >> pointwise"]
+    assert payload["baselines"]["fuse(BM25, bi-encoder, pointwise)"] == "BM25"  # its first declared against
+    assert all(b in payload["systems"] for b in payload["baselines"].values())

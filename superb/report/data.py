@@ -96,9 +96,31 @@ def _chains(spec: dict, systems: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _baselines(table: pd.DataFrame) -> dict[str, str]:
-    rows = table[table["family"].fillna("").astype(str).str.startswith("baseline:")]
-    return {str(s): str(b) for s, b in rows[["system", "baseline"]].drop_duplicates("system").itertuples(index=False)}
+def _baselines(table: pd.DataFrame, spec: dict) -> dict[str, str]:
+    """Each system's baseline on the page: the ``against`` of its first declared hypothesis, else its spec baseline
+    (its ``baseline``, or the ``input`` it reranks; ``baseline = false``: none), else (a folder whose provenance has no
+    spec) the baseline its table.csv rows are tested against."""
+    out: dict[str, str] = {}
+    for h in spec.get("hypotheses") or []:
+        if isinstance(h, dict) and h.get("system") and h.get("against"):
+            out.setdefault(str(h["system"]), str(h["against"]))
+    for p in spec.get("pipelines") or []:
+        name = p.get("name")
+        base = p.get("baseline", p.get("input"))
+        if name and name not in out and isinstance(base, str) and base:
+            out[str(name)] = base
+    if spec.get("pipelines"):
+        return out
+    rows = table[(table["kind"].fillna("").astype(str) == "baseline") & table["baseline"].notna()]
+    for s, b in rows[["system", "baseline"]].drop_duplicates("system").itertuples(index=False):
+        out.setdefault(str(s), str(b))
+    return out
+
+
+def _hypotheses(spec: dict) -> list[list[str]]:
+    """The declared hypotheses as [against, system] pairs, in spec order (the page opens on the first)."""
+    return [[str(h["against"]), str(h["system"])] for h in spec.get("hypotheses") or []
+            if isinstance(h, dict) and h.get("system") and h.get("against")]
 
 
 def _read_runs(folder: Path, systems_map: dict[str, str], spec: dict, qindex: dict[str, int]):
@@ -216,7 +238,8 @@ def collect(folder: str | Path) -> dict[str, Any]:
         "table_md": table_md,
         "cost_png": base64.b64encode(cost.read_bytes()).decode("ascii") if cost.is_file() else None,
         "systems": systems,
-        "baselines": _baselines(table),
+        "baselines": _baselines(table, spec),
+        "hypotheses": _hypotheses(spec),
         "chains": chains,
         "first_stages": sorted(scores),
         "views": views,
