@@ -165,10 +165,15 @@ def write(folder: str | Path, record: dict[str, Any], *, environment_of: dict[st
 
 
 def recorded_patch_ok(folder: str | Path, project: dict[str, Any]) -> str | None:
-    """None when the folder's recorded diff is recoverable (no diff, or source.patch present with the recorded
-    sha256); else what is wrong, naming the file."""
+    """None when the folder's code is recoverable (a clean commit, or a dirty one whose source.patch is present with
+    the recorded sha256); else what is wrong, naming the file. A tree recorded dirty without a diff cannot be
+    recovered: the commit alone is not the code that ran."""
     diff = project.get("diff")
     if not diff:
+        if project.get("dirty"):
+            return ("provenance.json records a dirty tree (uncommitted changes) but no diff, so the code that wrote "
+                    "the folder cannot be recovered; re-issue it from committed code (`superb responses replay` then "
+                    "`superb run`, 0 LLM calls)")
         return None
     if not diff.get("patch"):
         return f"the diff ({diff.get('bytes')} bytes) was too large to keep: {diff.get('omitted')}"

@@ -157,3 +157,18 @@ def test_an_edit_made_while_a_command_runs_keeps_the_start_patch(tmp_path, monke
     assert project["diff"]["sha256"] == hashlib.sha256(start_patch.encode()).hexdigest()
     assert project["changed_during_run"]["dirty"] is True
     assert provenance.recorded_patch_ok(out, project) is None
+
+
+def test_a_folder_made_dirty_without_a_patch_fails(tmp_path):
+    """A copy of a committed folder whose provenance says the tree was dirty, with no diff or source.patch, is
+    refused: the commit alone is not the code that wrote it (issue 34)."""
+    import shutil
+
+    copy = tmp_path / "folder"
+    shutil.copytree(RESULTS / "quickstart", copy)
+    record = json.loads((copy / "provenance.json").read_text(encoding="utf-8"))
+    assert provenance.recorded_patch_ok(copy, record["project"]) is None  # as committed: clean
+    record["project"] = {**record["project"], "dirty": True}
+    record["project"].pop("diff", None)
+    problem = provenance.recorded_patch_ok(copy, record["project"])
+    assert problem is not None and "dirty tree" in problem and "cannot be recovered" in problem
