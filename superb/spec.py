@@ -23,7 +23,6 @@ from typing import Any
 from superb.errors import SpecError, SpecErrors
 from superb.transformers.registry import needs_llm, score_columns
 
-DEFAULT_MEASURES = ("P@5", "P@10", "P@20", "nDCG@5", "nDCG@10", "nDCG@20")
 INTERVALS = ("t", "bootstrap")
 NO_RELEVANT = ("keep", "drop")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.+>@()=,-]*$")
@@ -58,7 +57,7 @@ UNJUDGED = ("skip", "run")
 
 @dataclass(frozen=True)
 class EvaluationSpec:
-    measures: tuple[str, ...] = DEFAULT_MEASURES
+    measures: tuple[str, ...] = ()  # always set by _parse_evaluation (default: superb.eval.measures.DEFAULT_MEASURES)
     rel: int | None = None  # None: the data set's own threshold
     test: str = "t"
     correction: str = "holm"
@@ -292,6 +291,7 @@ def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
 
 
 def _parse_evaluation(table: Any) -> EvaluationSpec:
+    from superb.eval.measures import DEFAULT_MEASURES
     from superb.eval.stats import CORRECTIONS, TESTS
 
     path = "evaluation"

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from superb.errors import SpecError
-from superb.spec import DEFAULT_MEASURES, load_spec, parse_spec
+from superb.eval.measures import DEFAULT_MEASURES
+from superb.spec import load_spec, parse_spec
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 

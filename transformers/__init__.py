@@ -9,35 +9,32 @@ Everything is imported lazily: ``import superb.transformers`` loads no model cli
   ``RandomReranker``; ``parse_permutation`` (listwise output parsing, pure).
 - ``PairwiseProbReranker``, ``SetwiseReranker`` (label probabilities, for small models) and ``Fuse`` (weighted
   min-max fusion of the stages' score columns).
+- Every other registered type by its class name (``PairwiseReranker``, ``RubricReranker``, ``BiEncoderReranker``,
+  ``QueryExpansion``, ``RestoreQuery``, ``BM25Rescore``, ...): the exports are derived from ``RERANKERS``.
 """
 
 from importlib import import_module
 
-_EXPORTS = {
+from superb.transformers.registry import RERANKERS  # cheap: names and dotted paths, no reranker module is imported
+
+# every registered type's class, by its class name (derived from the registry, so a new type cannot be forgotten)
+_EXPORTS = {record.path.partition(":")[2]: record.path.partition(":")[0] for record in RERANKERS.values()}
+_EXPORTS.update({
     "build_reranker": "registry",
     "BuildContext": "registry",
     "RERANKERS": "registry",
     "Reranker": "base",
     "Candidates": "base",
     "ProductText": "superb.llm.text",
-    "PointwiseReranker": "pointwise",
-    "DeliberatedReranker": "deliberated",
-    "ListwiseReranker": "listwise",
-    "SlidingWindowReranker": "sliding",
-    "Shuffle": "controls",
-    "RandomReranker": "controls",
     "parse_permutation": "superb.llm.parsing",
-    "PairwiseProbReranker": "pairwise_prob",
-    "SetwiseReranker": "setwise",
-    "Fuse": "fuse",
-}
+})
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        module = _EXPORTS[name]  # a module of this package, or a full dotted path (helpers that live in superb.llm)
+        module = _EXPORTS[name]  # a full dotted path, or a module of this package
         value = getattr(import_module(module if "." in module else f"superb.transformers.{module}"), name)
         globals()[name] = value
         return value

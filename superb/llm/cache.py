@@ -394,7 +394,7 @@ class ResponseCache:
         if self._conn is None or self.mode == "refresh":
             return None
         key = cache_key(model, request)
-        with self._locked("read") as conn:  # damaged since it was opened: the error given at open
+        with self.locked("read") as conn:  # damaged since it was opened: the error given at open
             try:
                 row = conn.execute(
                     "SELECT text, logprobs, prompt_tokens, completion_tokens, latency_s FROM responses WHERE key = ?",
@@ -436,7 +436,7 @@ class ResponseCache:
         row = (key, model, request.template, canonical, completion.text,
                _dump_logprobs(completion.logprobs), completion.prompt_tokens, completion.completion_tokens,
                completion.latency_s, time.time())
-        with self._locked("write") as conn:
+        with self.locked("write") as conn:
             conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             _drop_sources(conn, [key])  # an answer made here replaces an imported one: it is no longer from that source
             self.writes += 1
@@ -459,8 +459,10 @@ class ResponseCache:
         raise e
 
     @contextmanager
-    def _locked(self, action: str) -> Iterator[sqlite3.Connection]:
-        """The connection, under the lock; a damaged file found here is the error given at open (see _fail)."""
+    def locked(self, action: str) -> Iterator[sqlite3.Connection]:
+        """The cache's connection under its lock, for a layer that keeps tables of its own in the cache file (the
+        claims of superb.llm.claims): ``action`` ("read" or "write") names what failed in an error; a damaged file
+        found here is the error given at open (see _fail)."""
         with self._lock:
             if self._conn is None:
                 raise LLMError(f"the LLM response cache {self.path} is closed")
@@ -490,7 +492,7 @@ class ResponseCache:
 
     def _rows_chunk(self, keys: list[str]) -> list[CachedRow]:
         marks = ",".join("?" * len(keys))
-        with self._locked("read") as conn:
+        with self.locked("read") as conn:
             found = {r[0]: CachedRow(*r) for r in conn.execute(
                 f"SELECT {_ROW_COLUMNS} FROM responses WHERE key IN ({marks})", keys)}
         return [found[k] for k in keys if k in found]
@@ -504,7 +506,7 @@ class ResponseCache:
         if self._conn is None or self.mode == "read-only":
             raise LLMError(f"cannot store responses in {self.path}: the cache is {self.mode!r}; use cache = \"normal\"")
         counts = counts if counts is not None else StoreCounts()
-        with self._locked("write") as conn:
+        with self.locked("write") as conn:
             conn.execute(_SOURCES)
         batch: list[CachedRow] = []
         for row in rows:
@@ -519,7 +521,7 @@ class ResponseCache:
     def _store_chunk(self, rows: list[CachedRow], source: str, replace: bool, counts: StoreCounts) -> None:
         now = time.time()
         marks = ",".join("?" * len(rows))
-        with self._locked("write") as conn:
+        with self.locked("write") as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 have = {k: (t, lp) for k, t, lp in conn.execute(
@@ -558,7 +560,7 @@ class ResponseCache:
         if self._conn is None or self.mode == "read-only":
             raise LLMError(f"cannot remove responses from {self.path}: the cache is {self.mode!r}")
         keys = list(keys)
-        with self._locked("write") as conn:
+        with self.locked("write") as conn:
             removed = sum(conn.execute("DELETE FROM responses WHERE key = ?", (key,)).rowcount for key in keys)
             _drop_sources(conn, keys)
         return removed
@@ -568,7 +570,7 @@ class ResponseCache:
         counts: dict[str, int] = {}
         if self._conn is None:
             return counts
-        with self._locked("read") as conn:
+        with self.locked("read") as conn:
             if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'response_sources'").fetchone():
                 n = sum(1 for _ in keys)
                 return {"live": n} if n else {}
@@ -576,7 +578,7 @@ class ResponseCache:
 
         def flush() -> None:
             marks = ",".join("?" * len(chunk))
-            with self._locked("read") as conn:
+            with self.locked("read") as conn:
                 found = dict(conn.execute(
                     f"SELECT key, source FROM response_sources WHERE key IN ({marks})", chunk).fetchall())
             for k in chunk:
@@ -595,7 +597,7 @@ class ResponseCache:
     def __len__(self) -> int:
         if self._conn is None:
             return 0
-        with self._locked("read") as conn:
+        with self.locked("read") as conn:
             return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:

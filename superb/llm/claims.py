@@ -86,7 +86,7 @@ class ClaimBook:
     def claim(self, key: str) -> str:
         """"mine" (taken: call, store, release), "answered" (in the cache now), or "held" (another live owner).
         A held key is only read (no write transaction while waiting); a free or stale one is taken in one."""
-        with self.cache._locked("write") as conn:
+        with self.cache.locked("write") as conn:
             self._table(conn)
             state = self._look(conn, key)
             if state in ("free", "stale", "mine"):
@@ -125,14 +125,14 @@ class ClaimBook:
 
     def release(self, key: str) -> None:
         self.held.discard(key)
-        with self.cache._locked("write") as conn:
+        with self.cache.locked("write") as conn:
             self._table(conn)
             conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
 
     def force(self, key: str, *, owner: str, host: str | None = None, pid: int | None = None,
               age_s: float = 0.0) -> None:
         """Write a claim as another owner would (tests, and tools that inspect a shared cache)."""
-        with self.cache._locked("write") as conn:
+        with self.cache.locked("write") as conn:
             self._table(conn)
             conn.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
                          (key, owner, host or self.host, pid if pid is not None else self.pid, time.time() - age_s))
@@ -152,7 +152,7 @@ class ClaimBook:
             if not self.held:
                 continue
             try:
-                with self.cache._locked("write") as conn:
+                with self.cache.locked("write") as conn:
                     conn.execute("UPDATE claims SET beat = ? WHERE owner = ?", (time.time(), self.owner))
             except Exception as e:  # noqa: BLE001 - a closed or damaged cache: the run's own next lookup reports it
                 if not self._stop.is_set():  # closing while a beat was due is no failure
@@ -170,7 +170,7 @@ class ClaimBook:
             self._beat = None
         if self.held and self.cache._conn is not None:
             try:
-                with self.cache._locked("write") as conn:
+                with self.cache.locked("write") as conn:
                     conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
             except Exception:  # noqa: BLE001 - closing must not fail; a left claim goes stale with this process
                 pass
