@@ -73,11 +73,11 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
         model.asked.clear()
 
         capsys.readouterr()
-        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4", "--dry-run"]) == 0
+        assert main(["judge", "--fill", str(out), "--judge", "yesno_product", "--depth", "5", "--dev-sample", "4", "--dry-run"]) == 0
         dry = capsys.readouterr().out.strip().splitlines()[-1]
         assert srv.requests == reranker_requests and not (out / "llm_qrels.trec").exists()
 
-        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4"]) == 0
+        assert main(["judge", "--fill", str(out), "--judge", "yesno_product", "--depth", "5", "--dev-sample", "4"]) == 0
         fill_requests = srv.requests - reranker_requests
         capsys.readouterr()
         # zero calls for the systems; the judge's only: dev pairs, and top-5 pairs the reranker did not ask already
@@ -98,14 +98,14 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
         assert f"): {fill_requests} calls a real run would make" in dry and pairs >= fill_requests, dry
         # once more: every answer is cached, the folder comes out the same
         before = (out / "table.csv").read_text() + (out / "table_filled.csv").read_text()
-        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4"]) == 0
+        assert main(["judge", "--fill", str(out), "--judge", "yesno_product", "--depth", "5", "--dev-sample", "4"]) == 0
         assert srv.requests - reranker_requests == fill_requests and (out / "table.csv").read_text() + (
             out / "table_filled.csv").read_text() == before
         # --out: the filled copy is written there and the folder itself is left byte for byte as it was
         snapshot = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
         copy = home / "results" / "fill_me_copy"
         capsys.readouterr()
-        assert main(["judge", "--fill", str(out), "--depth", "5", "--dev-sample", "4", "--out", str(copy)]) == 0
+        assert main(["judge", "--fill", str(out), "--judge", "yesno_product", "--depth", "5", "--dev-sample", "4", "--out", str(copy)]) == 0
         assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot
         for name in ("llm_qrels.trec", "table_filled.csv", "label_study.csv"):
             assert (copy / name).read_text() == (out / name).read_text(), name
@@ -113,6 +113,11 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
         assert "Kendall's tau" in capsys.readouterr().out  # label_study.md printed from the copy
 
     assert fingerprint["judge"] == "yesno_product" and fingerprint["model"] == "fake-model"
+    # the judge is the rerankers' model and asks the pointwise reranker's own prompt: flagged as circular everywhere
+    for name in ("views.md", "table.md", "README.md"):
+        text = (out / name).read_text()
+        assert "Circular evidence in the filled view" in text, name
+        assert "it asks their own prompt (pointwise_yesno_product)" in text and "fake-model" in text, name
     assert len(fingerprint["cuts"]) == 3 and fingerprint["templates"]["yesno_product"]
     assert fingerprint["counts"]["targets"] == len(labels) and fingerprint["counts"]["labelled"] == len(labels)
     # targets: the union of the three systems' top 5
@@ -245,7 +250,7 @@ def test_fill_with_the_real_05b(home, monkeypatch):
     (home / "run.toml").write_text(run_spec(['embedded_model = "0.5b"', "n_ctx = 2048"], ["q001", "q004"],
                                             rerank_top=3))
     assert main(["run", str(home / "run.toml"), "--out", str(out)]) == 0
-    assert main(["judge", "--fill", str(out), "--depth", "3", "--dev-sample", "3"]) == 0
+    assert main(["judge", "--fill", str(out), "--judge", "yesno_product", "--depth", "3", "--dev-sample", "3"]) == 0
     fingerprint = json.loads((out / "llm_qrels.json").read_text())
     counts = fingerprint["counts"]
     assert fingerprint["model"] and counts["labelled"] == counts["targets"] > 0

@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
     # the --fill options default to None so that giving one without --fill is refused (FILL_ONLY), not ignored
     judge.add_argument("--judge", default=None,
                        help="with --fill: a scoring preset, or presets joined by '+' (an ensemble) "
-                            "(default yesno_product)")
+                            "(default umbrela: UMBRELA's rubric, a prompt no reranker uses by default; a judge that "
+                            "shares a reranker's model or prompt is flagged as circular)")
     judge.add_argument("--depth", type=int, default=None,
                        help="with --fill: label each system's top DEPTH (default 10)")
     judge.add_argument("--scope", choices=("all", "unjudged"), default=None,

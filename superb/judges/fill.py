@@ -6,7 +6,9 @@ spec in provenance.json): no system is run again, so the systems make zero calls
 [llm] (the same model, so a request a reranker already asked, e.g. pointwise_yesno_product on BM25's top 20, is a
 cache hit) and the folder's data set.
 
-The judge (``--judge``, default yesno_product): a scoring preset (superb.judges.scoring.PRESETS) or an ensemble
+The judge (``--judge``, default umbrela: not a reranker's default prompt; a judge that is the model of the LLM
+rerankers under test, or asks one of their prompts, is flagged as circular in table.md, views.md and the README
+section: superb.judges.studies.fill.circularity): a scoring preset (superb.judges.scoring.PRESETS) or an ensemble
 "a+b" of presets (mean of rank-normalised scores). Its cut points are fitted on the data set's DEV-split rated pairs
 (KappaCutSearch, linear-weighted kappa against the combined human label; the same fit as `superb judge`'s calibrated
 study, so with the same cache the same cut points; ``--dev-sample N``: a seeded sample of N dev queries instead),

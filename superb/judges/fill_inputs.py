@@ -20,7 +20,7 @@ README_BEGIN, README_END = "<!-- views: superb judge --fill -->", "<!-- end view
 
 @dataclass(frozen=True)
 class FillOptions:
-    judge: str = "yesno_product"  # a preset, or presets joined by "+" (an ensemble)
+    judge: str = "umbrela"  # a preset, or presets joined by "+": UMBRELA's rubric, no reranker's default prompt
     depth: int = 10
     scope: str = "all"
     weights: str = "linear"

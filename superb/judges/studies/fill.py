@@ -132,15 +132,22 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
 
     result = folder.result()
     ev = evaluate(result, extra_views=(View("filled", filled, False),))
+    circular = circularity(folder, fingerprint)
+    if circular:
+        ev.info["notes"] = [*(ev.info.get("notes") or []), f"**Circular evidence in the filled view**: {circular}"]
     write_table(result, ev, folder.usage, out)
     sentence = views_sentence(ev.table)
     changes = verdict_changes(ev.table)
     depth_note = (f"The LLM labels ({fingerprint['judge']}, cut points {_cuts(fingerprint['cuts'])} fitted on "
                   f"{fingerprint['dev_pairs']} dev pairs) fill {fingerprint['counts']['unjudged_labelled']} of the "
                   f"{fingerprint['counts']['unjudged']} unjudged products in the systems' top {options.depth}.")
-    views_md = f"# {folder.spec.name}: do the conclusions change between the views?\n\n{depth_note}\n\n{sentence}"
+    flag = f"\n**Circular evidence in the filled view**: {circular}\n" if circular else ""
+    evidence = ("The filled view is LLM-labelled evidence: its labels for unjudged products come from an LLM judge, "
+                "not from people.")
+    views_md = (f"# {folder.spec.name}: do the conclusions change between the views?\n\n{depth_note} {evidence}\n"
+                f"{flag}\n{sentence}")
     _write_text(out / VIEWS_FILE, views_md)
-    _readme_section(out / "README.md", folder.spec.name, f"{depth_note} {sentence}")
+    _readme_section(out / "README.md", folder.spec.name, f"{depth_note} {evidence}{flag}\n{sentence}")
 
     llm_views = {"filled": filled}
     if options.scope == "all":
@@ -190,6 +197,51 @@ def _cuts(cuts) -> str:
 
 def _write_text(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
+
+
+#: each reranker type's default template (per variant for pointwise), for the circularity check
+_DEFAULT_TEMPLATES = {"pointwise": "pointwise_best", "listwise": "listwise_rankgpt", "sliding": "listwise_rankgpt",
+                      "setwise": "setwise_best", "pairwise_prob": "pairwise_ab", "pairwise": "pairwise_compare"}
+
+
+def stage_templates(spec: Any) -> set[str]:
+    """The prompt templates (names) the spec's LLM stages use: each stage's ``template``, else its type's default."""
+    out: set[str] = set()
+    for p in spec.pipelines:
+        for stage in p.rerank:
+            kind = stage.get("type")
+            name = stage.get("template")
+            if name is None and kind == "pointwise":
+                name = "pointwise_yesno" if stage.get("variant") == "yesno" else "pointwise_best"
+            elif name is None and kind in ("listwise", "sliding") and stage.get("method") == "likelihood":
+                name = "listwise_first"
+            name = name or _DEFAULT_TEMPLATES.get(str(kind))
+            if name:
+                out.add(str(name))
+    return out
+
+
+def circularity(folder: Any, fingerprint: dict) -> str:
+    """Why a filled-view comparison may be circular ("" when it is not): the filling judge is the model of the LLM
+    rerankers under test, and/or it asks one of their prompts, so a system's filled-view gain can be the model
+    agreeing with itself."""
+    ranked = folder.spec.llm_ranked()
+    if not ranked:
+        return ""
+    reasons = []
+    run_model = (folder.provenance.get("llm") or {}).get("model")
+    if run_model and run_model == fingerprint.get("model"):
+        reasons.append(f"the filling judge is the model ({run_model}) of the LLM-ranked systems under test")
+    judge = {str(t).split("@", 1)[0] for member in (fingerprint.get("templates") or {}).values()
+             for t in (member.values() if isinstance(member, dict) else [member])}
+    shared = sorted(judge & stage_templates(folder.spec))
+    if shared:
+        reasons.append(f"it asks their own prompt ({', '.join(shared)})")
+    if not reasons:
+        return ""
+    return ("; ".join(reasons) + f": a filled-view gain of {', '.join(ranked[:4])}"
+            + (f" and {len(ranked) - 4} more" if len(ranked) > 4 else "") + " may be the model grading its own "
+            "ranking. Read the filled view as LLM-labelled evidence; the human-labelled views are full and condensed.")
 
 
 def _readme_section(path: Path, name: str, text: str) -> None:
