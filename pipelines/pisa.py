@@ -29,6 +29,7 @@ import pandas as pd
 
 from superb.errors import DataError
 from superb.pipelines.index_cache import CachedIndex, DocumentStream, document_fields, open_or_build
+from superb.pipelines.native_output import quiet
 from superb.pipelines.options import FirstStageOptions
 from superb.pipelines.rm3 import rm3_expansion
 
@@ -88,6 +89,10 @@ class PisaEngine:
         self._bm25 = self._feedback = self._weighted = self._forward = None
 
     def prepare(self) -> CachedIndex:
+        with quiet():  # PISA's C++ progress and [info] lines (pipelines/native_output.py)
+            return self._prepare()
+
+    def _prepare(self) -> CachedIndex:
         import pyterrier_pisa
 
         o = self.options
@@ -114,6 +119,10 @@ class PisaEngine:
         return frozenset(t for w in _STOPWORDS["terrier"] for t in pyterrier_pisa.tokenize(w, STEMMER))
 
     def retrieve(self, queries: pd.DataFrame) -> pd.DataFrame:
+        with quiet():  # the first query compresses the index, and says so from C++
+            return self._retrieve(queries)
+
+    def _retrieve(self, queries: pd.DataFrame) -> pd.DataFrame:
         if self.options.model == "bm25":
             return self._bm25(queries)[["qid", "docno", "score"]]
         expansions = self.expansions(queries)

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError
+from superb.pipelines.native_output import quiet
 from superb.pipelines.index_cache import CachedIndex, DocumentStream, document_fields, open_or_build
 from superb.pipelines.options import FirstStageOptions
 
@@ -91,6 +92,10 @@ class TerrierEngine:
         self._rescorer = None
 
     def prepare(self) -> CachedIndex:
+        with quiet():  # the JVM's start-up line and Terrier's indexing output (pipelines/native_output.py)
+            return self._prepare()
+
+    def _prepare(self) -> CachedIndex:
         import pyterrier as pt
 
         start_java()

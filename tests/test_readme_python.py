@@ -49,3 +49,8 @@ def test_readme_python_example_runs_and_marks_with_nan_aware_holm(tmp_path, monk
     if not np.isnan(p):  # one test in the nDCG@10 family: Holm leaves its p as it is
         assert reranked["nDCG@10 p-value corrected"] == pytest.approx(p)
         assert bool(reranked["nDCG@10 reject"]) == (p <= 0.05)
+
+
+def test_the_example_needs_at_most_three_imports():
+    lines = [line for line in example().splitlines() if line.startswith(("import ", "from "))]
+    assert len(lines) <= 3, lines
