@@ -259,7 +259,7 @@ def _cmd_show(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from superb.eval.report import format_side_by_side, side_by_side
+    from superb.eval.table_markdown import format_side_by_side, side_by_side
     from superb.results import read_table
 
     try:

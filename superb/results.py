@@ -191,7 +191,7 @@ def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, o
     """table.md (with, when there are several views, whether a conclusion changes between them), table.csv and
     perquery.csv of an evaluation; ``usage``: usage_frame's columns (or a folder's usage.csv)."""
     from superb.eval.effects import power_summary
-    from superb.eval.report import format_markdown, views_sentence
+    from superb.eval.table_markdown import format_markdown, views_sentence
     from superb.eval.table_files import write_tables
 
     usage = usage.set_index("system")

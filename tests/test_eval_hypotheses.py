@@ -13,7 +13,7 @@ from superb.eval.effects import mde, mde_normal, paired_interval, power_summary,
 from superb.eval.evaluate import View, make_views, no_relevant_queries, significance
 from superb.eval.families import Hypothesis, by_construction, families
 from superb.eval.measures import parse_measures
-from superb.eval.report import CONFIRMED, EXPLORED, format_markdown
+from superb.eval.table_markdown import CONFIRMED, EXPLORED, format_markdown
 from superb.eval.stats import PairedTest
 from superb.spec import parse_spec
 from test_eval_report import BASELINES, INFO, MEASURES, ORDER, POSITIONS, QRELS, RUNS, TOPICS
@@ -97,7 +97,7 @@ def test_a_declared_pair_takes_its_direction_and_no_row_is_tested_twice():
 
 
 def test_views_sentence_keeps_two_hypotheses_of_one_system_apart():
-    from superb.eval.report import verdict_changes, views_sentence
+    from superb.eval.table_markdown import verdict_changes, views_sentence
 
     hyp = (Hypothesis("BM25 >> A", "BM25", ("RR",), None, "main"), Hypothesis("BM25 >> A", "BM25 >> C", ("RR",), None,
                                                                                "main"))

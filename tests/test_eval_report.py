@@ -10,7 +10,7 @@ from statsmodels.stats.multitest import multipletests
 
 import ir_measures
 from superb.eval.evaluate import View, families, make_views, per_query, significance
-from superb.eval.report import family_sizes, format_markdown, format_side_by_side, side_by_side
+from superb.eval.table_markdown import family_sizes, format_markdown, format_side_by_side, side_by_side
 from superb.eval.table_files import read_tables, write_tables
 from superb.eval.stats import PairedTest
 

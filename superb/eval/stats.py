@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# name -> how a table's footnote names it (superb.eval.report)
+# name -> how a table's footnote names it (superb.eval.table_markdown)
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test (queries with equal values dropped)",
               "randomization": "paired randomization (sign-flip) test"}
 CORRECTION_NAMES = {"holm": "Holm-Bonferroni correction", "bonferroni": "Bonferroni correction",

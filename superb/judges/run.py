@@ -50,7 +50,7 @@ from superb.experiment import select_topics
 from superb.judges.agreement import per_label
 from superb.judges.judge import build_judge
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
-from superb.judges.report import (agreement_frame, aligned, ceiling_rows, confusion_heatmap, format_markdown,
+from superb.judges.agreement_report import (agreement_frame, aligned, ceiling_rows, confusion_heatmap, format_markdown,
                                   judge_rows)
 from superb.judges.spec import JudgeSpec
 from superb.llm.connect import open_for_spec

@@ -58,7 +58,7 @@ def _table(lines: list[str]) -> str:
     for line in lines[2:]:
         cells = split_row(line)
         first = cells[0] if cells else ""
-        depth = first.count("\u2003") + first.count("\u21b3")  # superb.eval.report indents with em spaces and an arrow
+        depth = first.count("\u2003") + first.count("\u21b3")  # superb.eval.table_markdown indents with em spaces and an arrow
         system = re.sub(r"^[\s\u2003\u21b3]+", "", first).strip()
         parts.append(f'<tr data-system="{html.escape(system)}" data-depth="{depth}">')
         for i, cell in enumerate(cells):

@@ -352,7 +352,7 @@ def format_markdown(study: CalibratedStudy) -> str:
 
 def write_study(study: CalibratedStudy, out_dir: str | Path, title: str = "calibrated judges") -> Path:
     """agreement_calibrated.md / .csv, coverage.csv, and per judge NAME/labels.tsv, per_label.csv, confusion_*.png."""
-    from superb.judges.report import confusion_heatmap
+    from superb.judges.agreement_report import confusion_heatmap
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
