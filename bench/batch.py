@@ -15,6 +15,7 @@ Stages (all against a fresh SQLite cache in a temporary folder):
 Writes results/bench/batch.json and .md.
 """
 
+from superb.provenance import record_bench
 from __future__ import annotations
 
 import argparse
@@ -186,6 +187,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "batch.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
     (args.out / "batch.md").write_text(markdown(res), encoding="utf-8")
+    record_bench(args.out, [args.out / "batch.json", args.out / "batch.md"], "batch")  # superb.provenance
     print(markdown(res))
     return 0
 

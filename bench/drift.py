@@ -15,6 +15,7 @@ yes/no, as the reranker reads it, matched by cache key: same prompt), the listwi
 (largest absolute difference over queries, and the difference of the mean).
 """
 
+from superb.provenance import record_bench
 from __future__ import annotations
 
 import argparse
@@ -191,6 +192,7 @@ def report(work: Path) -> None:
     match_file = OUT / "drift_match.json"
     match = json.loads(match_file.read_text()) if match_file.is_file() else None
     (OUT / "drift.md").write_text(markdown(rows, timings, order, match), encoding="utf-8")
+    record_bench(OUT, [OUT / "drift.md", *OUT.glob("drift_*.csv")], "drift")  # superb.provenance
     print((OUT / "drift.md").read_text())
 
 

@@ -10,6 +10,7 @@ the depth-100 runs. Terrier and PISA BM25 runs are also compared: mean overlap o
 Writes results/bench/first_stage.json and .md.
 """
 
+from superb.provenance import record_bench
 from __future__ import annotations
 
 import argparse
@@ -129,6 +130,7 @@ def run_bench(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "first_stage.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "first_stage.md").write_text(markdown(result))
+    record_bench(out, [out / "first_stage.json", out / "first_stage.md"], "first_stage")  # superb.provenance
     print(markdown(result))
 
 

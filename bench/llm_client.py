@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from superb.provenance import record_bench
 from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache, Usage  # noqa: E402
 from superb.llm import client as client_module  # noqa: E402
 
@@ -251,6 +252,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "llm_client.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
     (args.out / "llm_client.md").write_text(markdown(res), encoding="utf-8")
+    record_bench(args.out, [args.out / "llm_client.json", args.out / "llm_client.md"], "llm_client")  # superb.provenance
     print(markdown(res))
     return 0
 

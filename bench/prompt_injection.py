@@ -10,6 +10,7 @@ wordings that reached the model through today's neutraliser (NEW_ATTACKS) and th
 1.5B, with pointwise_yesno_product (the template of the dev/test pointwise rows).
 
 A seller writes product text; the pointwise rerankers and judges put it into a prompt and read the model's answer
+from superb.provenance import record_bench
 from the label tokens' probabilities. A hostile text can imitate the answer ("Answer: yes"), close the fence around
 it, carry instructions or chat-template control tokens. This benchmark measures how far such text moves the score:
 
@@ -482,6 +483,7 @@ def write_all() -> None:
         lines += first_study_section(result)
         csv_out += csv_rows(result, "first")
     (OUT / "prompt_injection.md").write_text("\n".join(lines))
+    record_bench(OUT, [OUT / "prompt_injection.md", *OUT.glob("prompt_injection*.json"), *OUT.glob("prompt_injection*.csv")], "prompt_injection")  # superb.provenance
     if csv_out:
         with (OUT / "prompt_injection.csv").open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(csv_out[0]))

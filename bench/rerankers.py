@@ -29,6 +29,7 @@ Sections (counts, latency and cache by default; ``real`` and ``dev`` need minute
 Writes results/bench/rerankers.json and .md (sections not run keep their previous figures).
 """
 
+from superb.provenance import record_bench
 from __future__ import annotations
 
 import argparse
@@ -481,6 +482,7 @@ def write(results: dict) -> None:
                   for r in d["rows"]]
         lines.append("")
     (OUT / "rerankers.md").write_text("\n".join(lines))
+    record_bench(OUT, [OUT / "rerankers.md", *OUT.glob("rerankers*.json"), *OUT.glob("rerankers_*.png")], "rerankers")  # superb.provenance
 
 
 def main() -> None:

@@ -183,3 +183,23 @@ def recorded_patch_ok(folder: str | Path, project: dict[str, Any]) -> str | None
     if sha256_file(file) != diff["sha256"]:
         return f"{file} does not match the recorded sha256 {diff['sha256'][:12]}..."
     return None
+
+
+BENCH_RECORD = "provenance.json"  # in results/bench/: one entry per figure file
+
+
+def record_bench(out_dir: str | Path, files: list[str | Path], bench: str) -> Path:
+    """Benchmarks write many figures into one folder (results/bench/): each figure file gets its own entry in
+    ``out_dir/provenance.json`` (the bench script, the file's sha256, and the packages, project and host measured
+    now, with source.patch_<bench> beside it when the code is dirty); entries of other figures are kept."""
+    out_dir = Path(out_dir)
+    path = out_dir / BENCH_RECORD
+    record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"files": {}}
+    project = record_code(out_dir, patch_file=f"source.patch_{bench}")
+    env = {"bench": bench, "packages": package_versions(), "project": project, "host": host(),
+           "recorded": "by the bench's run"}
+    for file in files:
+        file = Path(file)
+        record["files"][file.name] = {**env, "sha256": hashlib.sha256(file.read_bytes()).hexdigest()}
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    return path

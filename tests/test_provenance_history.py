@@ -172,3 +172,29 @@ def test_a_folder_made_dirty_without_a_patch_fails(tmp_path):
     record["project"].pop("diff", None)
     problem = provenance.recorded_patch_ok(copy, record["project"])
     assert problem is not None and "dirty tree" in problem and "cannot be recovered" in problem
+
+
+def test_every_bench_figure_carries_provenance():
+    """results/bench/provenance.json has an entry for every figure (issue 34): its sha256 is the file's, and its
+    commit is in the history (recorded by the bench's run through superb.provenance.record_bench, or for figures made
+    before that, from git history by scripts/bench_provenance.py, and marked so)."""
+    bench = RESULTS / "bench"
+    record = json.loads((bench / "provenance.json").read_text(encoding="utf-8"))["files"]
+    figures = [p for p in bench.iterdir() if p.is_file() and p.name != "provenance.json"
+               and not p.name.startswith("source.patch")]
+    assert figures and {p.name for p in figures} <= set(record), sorted({p.name for p in figures} - set(record))
+    for figure in figures:
+        entry = record[figure.name]
+        assert entry["sha256"] == hashlib.sha256(figure.read_bytes()).hexdigest(), figure.name
+        assert entry["recorded"] in ("by the bench's run", "from git history: the commit that last changed the file")
+        if _history_available():
+            assert _in_history(entry["project"]["commit"]), figure.name
+
+
+def test_record_bench_writes_an_entry_per_figure(tmp_path):
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "a.md").write_text("# a")
+    path = provenance.record_bench(tmp_path, [tmp_path / "a.json", tmp_path / "a.md"], "a")
+    files = json.loads(path.read_text())["files"]
+    assert set(files) == {"a.json", "a.md"} and files["a.md"]["bench"] == "a"
+    assert files["a.md"]["project"]["commit"] and files["a.md"]["packages"]

@@ -84,3 +84,25 @@ def test_every_committed_run_scores_its_table_under_pytrec_eval(name):
                     assert abs(p - float(row["p"].iloc[0])) < 1e-9, (system, measure)
     assert checked >= 6 * 3
 
+
+
+def test_the_quoted_anchor_numbers_are_those_of_source_md():
+    """experiments/anchors_trec_dl.csv quotes the anchors' published nDCG@10 (not run here); each number must be the
+    one the data's SOURCE.md read from the anchors' own files, next to its model's name."""
+    import os
+
+    mirror = os.environ.get("SUPERB_DATA_MIRROR")
+    source = Path(mirror or "") / "trec-dl" / "SOURCE.md"
+    if not mirror or not source.is_file():
+        pytest.skip("needs SUPERB_DATA_MIRROR with trec-dl/SOURCE.md")
+    text = " ".join(source.read_text(encoding="utf-8").split())
+    anchors = pd.read_csv(ROOT / "experiments" / "anchors_trec_dl.csv", dtype=str, keep_default_na=False)
+    assert len(anchors) == 13
+    for row in anchors.itertuples(index=False):
+        numbers = [n for n in (row.dl19_ndcg10, row.dl20_ndcg10) if n]
+        quoted = " / ".join(numbers)
+        if row.anchor == "llm-rankers":
+            assert f"{row.method.split(' (')[0]} {row.dl19_ndcg10}" in text, row
+        else:
+            model = row.model.replace("gpt-4o-mini", "RankGPT (gpt-4o-mini)")
+            assert f"{model} {quoted}" in text or f"{row.model.split('-')[0]}" in text and quoted in text, row
