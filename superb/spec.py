@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from superb.errors import SpecError, SpecErrors
-from superb.transformers.registry import needs_llm, score_columns
+from superb.transformers.registry import check_stage, needs_llm, score_columns
 
 INTERVALS = ("t", "bootstrap")
 NO_RELEVANT = ("keep", "drop")
@@ -412,6 +412,7 @@ def _parse_pipeline(table: Any, path: str, seen: dict[str, PipelineSpec], broken
     for j, r in enumerate(rerank):
         if not isinstance(r.get("type"), str):
             raise SpecError(f"{path}.rerank[{j}].type", "missing: each reranker needs a type, e.g. \"pointwise\"")
+        check_stage(r, f"{path}.rerank[{j}]")  # every option, now: no data set or model is opened for it
     if source is not None and not rerank:
         raise SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks nothing")
     baseline = _parse_baseline(table, path, source)

@@ -44,7 +44,7 @@ def test_rerank_single_table_is_accepted_and_non_llm_types_need_no_llm():
 def test_llm_ranked_follows_the_input_chain_through_non_llm_stages():
     raw = _spec()
     raw["pipelines"] += [
-        {"name": "fuse(BM25, pointwise)", "input": "BM25 >> pointwise", "rerank": {"type": "fuse"}},
+        {"name": "fuse(BM25, pointwise)", "input": "BM25 >> pointwise", "rerank": {"type": "fuse", "weights": {"first_stage": 0.5, "pointwise": 0.5}}},
         {"name": "BM25 >> bi-encoder", "input": "BM25", "rerank": {"type": "biencoder"}},
         {"name": "BM25 >> shuffle", "input": "BM25 >> bi-encoder", "rerank": {"type": "shuffle"}},
         {"name": "BM25 >> bi-encoder >> setwise", "input": "BM25 >> bi-encoder", "rerank": {"type": "setwise"}},

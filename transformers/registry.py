@@ -111,3 +111,29 @@ def build_reranker(options: Mapping[str, Any], *, context: BuildContext, path: s
                                              f"{stage!r}: the stage's score column becomes <stage>_score")
         reranker.stage = stage
     return reranker
+
+
+class _Unopened:
+    """The data set of a spec check: nothing is opened. Its fields are unknown (checked when the stage is built),
+    its documents are products (a passage data set's templates are checked when the stage is built)."""
+
+    name = "(not opened)"
+    fields = None
+    text_kind = "product"
+    prompt_fields = ("title",)
+
+
+_NO_LLM = object()  # the model of a spec check: never called (a stage that calls it at construction is not checked)
+
+
+def check_stage(options: Any, path: str, *, seed: int = 0) -> None:
+    """Check a spec's rerank table when the spec is read, before any data set or model is opened: its type, every
+    option's name, type and value, and the cross-option rules (each class's ``from_spec`` with an unopened context).
+    A SpecError names the key; what needs the data or the model (product fields, a passage template) is checked when
+    the stage is built, still before any LLM call."""
+    try:
+        build_reranker(options, context=BuildContext(dataset=_Unopened(), llm=_NO_LLM, seed=seed), path=path)
+    except SpecError:
+        raise
+    except Exception:  # noqa: BLE001 - a constructor that needs the opened data or model: checked at build time
+        return
