@@ -37,12 +37,23 @@ def usage(frame: pd.DataFrame, system: str, col: str, fmt: str) -> str:
     return link(text, f"usage.csv#system={system}&col={col}")
 
 
+def live_seconds(live: pd.DataFrame, system: str, yy: str) -> str:
+    """The live run's wall-clock seconds of a pipeline (scripts/live_timing.py), "" for one it did not time."""
+    row = live[live["system"] == system]
+    if row.empty:
+        return ""
+    return link(f"{int(row['seconds'].iloc[0]):,}", f"../bench/trec_dl{yy}_live_seconds.csv#system={system}&col=seconds")
+
+
 def main(folder: Path, year: int) -> Path:
     table = pd.read_csv(folder / "table.csv")
     use = pd.read_csv(folder / "usage.csv")
     anchors = pd.read_csv(ROOT / "experiments" / "anchors_trec_dl.csv", dtype=str, keep_default_na=False)
     col = "dl19_ndcg10" if year == 2019 else "dl20_ndcg10"
     systems = list(dict.fromkeys(table["system"]))
+    yy = str(year)[2:]
+    live_file = ROOT / "results" / "bench" / f"trec_dl{yy}_live_seconds.csv"
+    live = pd.read_csv(live_file) if live_file.is_file() else pd.DataFrame(columns=["system", "seconds"])
     rel = "../../experiments/anchors_trec_dl.csv"
     n = int(table["n_queries"].max())
     lines = [
@@ -52,16 +63,18 @@ def main(folder: Path, year: int) -> Path:
         "Candidates, passage text, qrels and topics: rank_llm's BM25 run and NIST's judgments (`[dataset] name = "
         f"\"trec-dl\"`, year {year}); every reranker reorders BM25's top `k` (the depth is in the row's name; the rest "
         "keeps BM25's order) with the embedded Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, two one-thread llama.cpp servers, "
-        "passages cut at 128 estimated tokens), the papers' passage prompts (`superb/llm/prompts/*_passage.j2`). "
+        "passages cut at `128` estimated tokens), the papers' passage prompts (`superb/llm/prompts/*_passage.j2`). "
         "`responses.jsonl.gz` ships every answer: `superb responses replay` then `superb run` re-derives this folder "
-        "with zero LLM calls.",
+        "with zero LLM calls. Live seconds: the wall-clock time of each pipeline in the live run, two cores shared "
+        "with other work (`results/bench/trec_dlYY_live_seconds.csv`, from its progress bars by "
+        "scripts/live_timing.py); the folder's own usage.csv records the re-derivation.",
         "",
         f"<!-- numbers from results/trec_dl{str(year)[2:]}/table.csv results/trec_dl{str(year)[2:]}/usage.csv experiments/anchors_trec_dl.csv -->",
         f"Measured here ({link(str(n), 'table.csv#system=BM25&view=full&measure=nDCG@10&col=n_queries')} queries; "
         "full view; binary measures count labels `>= 2`; each row against BM25, paired t, "
         "Holm over the rows tested against BM25 per measure):",
         "",
-        "| system | nDCG@10 | nDCG@5 | P(rel=2)@10 | nDCG@10 - BM25 [95% interval], Holm p | requests / query | prompt tokens / query | seconds |",
+        "| system | nDCG@10 | nDCG@5 | P(rel=2)@10 | nDCG@10 - BM25 [95% interval], Holm p | requests / query | prompt tokens / query | live seconds |",
         "|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     for system in systems:
@@ -73,7 +86,7 @@ def main(folder: Path, year: int) -> Path:
         lines.append(f"| {system} | {cell(table, system, 'nDCG@10', 'mean', '4')} | "
                      f"{cell(table, system, 'nDCG@5', 'mean', '4')} | {cell(table, system, 'P(rel=2)@10', 'mean', '4')} | "
                      f"{versus} | {usage(use, system, 'calls_per_query', '1')} | "
-                     f"{usage(use, system, 'prompt_tokens_per_query', '0')} | {usage(use, system, 'seconds', '0')} |")
+                     f"{usage(use, system, 'prompt_tokens_per_query', '0')} | {live_seconds(live, system, yy)} |")
     lines += ["", "Quoted from the anchors' own files, NOT run here (each with the model it used; "
               "`experiments/anchors_trec_dl.csv` names the file):", "",
               f"| anchor | method | model | candidates | nDCG@10 (DL{str(year)[2:]}) |", "|---|---|---|---|---:|"]
