@@ -15,8 +15,9 @@ Stages (all against a fresh SQLite cache in a temporary folder):
 Writes results/bench/batch.json and .md.
 """
 
-from superb.provenance import record_bench
 from __future__ import annotations
+
+from superb.provenance import record_bench
 
 import argparse
 import json

@@ -15,8 +15,9 @@ yes/no, as the reranker reads it, matched by cache key: same prompt), the listwi
 (largest absolute difference over queries, and the difference of the mean).
 """
 
-from superb.provenance import record_bench
 from __future__ import annotations
+
+from superb.provenance import record_bench
 
 import argparse
 import csv

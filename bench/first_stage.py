@@ -10,8 +10,9 @@ the depth-100 runs. Terrier and PISA BM25 runs are also compared: mean overlap o
 Writes results/bench/first_stage.json and .md.
 """
 
-from superb.provenance import record_bench
 from __future__ import annotations
+
+from superb.provenance import record_bench
 
 import argparse
 import json

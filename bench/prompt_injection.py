@@ -10,7 +10,6 @@ wordings that reached the model through today's neutraliser (NEW_ATTACKS) and th
 1.5B, with pointwise_yesno_product (the template of the dev/test pointwise rows).
 
 A seller writes product text; the pointwise rerankers and judges put it into a prompt and read the model's answer
-from superb.provenance import record_bench
 from the label tokens' probabilities. A hostile text can imitate the answer ("Answer: yes"), close the fence around
 it, carry instructions or chat-template control tokens. This benchmark measures how far such text moves the score:
 
@@ -44,6 +43,8 @@ through the shared response cache, so a re-run costs nothing.
 """
 
 from __future__ import annotations
+
+from superb.provenance import record_bench
 
 import argparse
 import json

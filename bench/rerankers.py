@@ -29,8 +29,9 @@ Sections (counts, latency and cache by default; ``real`` and ``dev`` need minute
 Writes results/bench/rerankers.json and .md (sections not run keep their previous figures).
 """
 
-from superb.provenance import record_bench
 from __future__ import annotations
+
+from superb.provenance import record_bench
 
 import argparse
 import json
