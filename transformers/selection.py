@@ -158,6 +158,25 @@ class BubbleTopK:
         return sum(math.ceil((n - 1 - t) / step) for t in range(min(self.passes, max(n - 1, 0))))
 
 
+async def _heap_select(heap: list[int], inner: range, sift: Callable, select: int) -> list[int]:
+    """Heap sort's two phases over ``heap`` (item indices): sift every ``inner`` node (bottom-up) to build the heap,
+    then extract the root ``select`` times, moving the last leaf to the root and sifting it down after each; the
+    picked items first, the rest in their prior order. ``sift(node, size)`` is the strategy's own sift."""
+    n = len(heap)
+    for node in inner:
+        await sift(node, n)
+    picked: list[int] = []
+    size = n
+    while size and len(picked) < select:
+        picked.append(heap[0])
+        size -= 1
+        heap[0] = heap[size]
+        if len(picked) < select and size > 1:
+            await sift(0, size)
+    chosen = set(picked)
+    return picked + [i for i in range(n) if i not in chosen]
+
+
 class HeapTopK:
     """Select the best ``select`` items with a heap of nodes with ``size`` - 1 children (setwise heap sort)."""
 
@@ -194,18 +213,8 @@ class HeapTopK:
                 heap[node], heap[child] = heap[child], heap[node]
                 node = child
 
-        for node in range((n - 2) // arity, -1, -1) if n > 1 else ():
-            await sift(node, n)
-        picked: list[int] = []
-        size = n
-        while size and len(picked) < self.select:
-            picked.append(heap[0])
-            size -= 1
-            heap[0] = heap[size]
-            if len(picked) < self.select and size > 1:
-                await sift(0, size)
-        chosen = set(picked)
-        result.order = picked + [i for i in range(n) if i not in chosen]
+        inner = range((n - 2) // arity, -1, -1) if n > 1 else range(0)
+        result.order = await _heap_select(heap, inner, sift, self.select)
         return result
 
 
@@ -255,18 +264,7 @@ class PairHeapTopK:
                 heap[node], heap[top] = heap[top], heap[node]
                 node = top
 
-        for node in range(n // 2 - 1, -1, -1):
-            await sift(node, n)
-        picked: list[int] = []
-        size = n
-        while size and len(picked) < self.select:
-            picked.append(heap[0])
-            size -= 1
-            heap[0] = heap[size]
-            if len(picked) < self.select and size > 1:
-                await sift(0, size)
-        chosen = set(picked)
-        result.order = picked + [i for i in range(n) if i not in chosen]
+        result.order = await _heap_select(heap, range(n // 2 - 1, -1, -1), sift, self.select)
         return result
 
     def comparisons(self, n: int) -> int:

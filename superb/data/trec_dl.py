@@ -41,27 +41,28 @@ ANSERINI_TOOLS = "5b819c1a45c8a0a3ec9426f476694f44a29dfaf3"
 _RANK_LLM_RAW = f"https://raw.githubusercontent.com/castorini/rank_llm/{RANK_LLM}/retrieve_results/BM25/"
 _TOOLS_RAW = f"https://raw.githubusercontent.com/castorini/anserini-tools/{ANSERINI_TOOLS}/"
 
+
+def _year(yy: str, topics: str, sizes: tuple[int, int, int, int], sha256: tuple[str, str, str, str]
+          ) -> dict[str, PinnedFile]:
+    """One year's four pinned files: candidates, BM25 run, qrels, topics (sizes and sha256 in that order)."""
+    names = (f"retrieve_results_dl{yy}.json", f"trec_results_dl{yy}.txt", f"qrels.dl{yy}-passage.txt", topics)
+    urls = (_RANK_LLM_RAW + names[0], _RANK_LLM_RAW + names[1], _TOOLS_RAW + "qrels/" + names[2],
+            _TOOLS_RAW + "topics/" + names[3])
+    return {role: PinnedFile(name, url, size, sha) for role, name, url, size, sha
+            in zip(("candidates", "bm25", "qrels", "topics"), names, urls, sizes, sha256)}
+
+
 FILES: dict[int, dict[str, PinnedFile]] = {
-    2019: {
-        "candidates": PinnedFile("retrieve_results_dl19.json", _RANK_LLM_RAW + "retrieve_results_dl19.json", 2306085,
-                                 "4f3e4aba8bb68c1b38405da010f44537f31d3b5fff7088ef97c03caed1076674"),
-        "bm25": PinnedFile("trec_results_dl19.txt", _RANK_LLM_RAW + "trec_results_dl19.txt", 190529,
-                           "cbada2e4f710f8cafb8f1fd54e2289011b3273cdc044adb2380af21f63a6c861"),
-        "qrels": PinnedFile("qrels.dl19-passage.txt", _TOOLS_RAW + "qrels/qrels.dl19-passage.txt", 187092,
-                            "8a1f10d550732e4cd91d7fc49846a3784de4040972f583e69285a88f3c5fee92"),
-        "topics": PinnedFile("topics.dl19-passage.txt", _TOOLS_RAW + "topics/topics.dl19-passage.txt", 1764,
-                             "518992da259fb61f64e4790791df91a7b42ea5773f374aed59220ebb51d58d90"),
-    },
-    2020: {
-        "candidates": PinnedFile("retrieve_results_dl20.json", _RANK_LLM_RAW + "retrieve_results_dl20.json", 2912805,
-                                 "68b0ea4515ea022de921d54d5a53b4e93ed2f2993d350323c3173e47f3cea9f0"),
-        "bm25": PinnedFile("trec_results_dl20.txt", _RANK_LLM_RAW + "trec_results_dl20.txt", 240316,
-                           "fba5d55aa8335bd1c74f7860dee354e69986b627c640b34ba47e084e311c24d2"),
-        "qrels": PinnedFile("qrels.dl20-passage.txt", _TOOLS_RAW + "qrels/qrels.dl20-passage.txt", 218617,
-                            "60d4c34561f9687f8f73e0a752ba80ab80159b3e9c1bedd0a351f747ed6f5684"),
-        "topics": PinnedFile("topics.dl20.txt", _TOOLS_RAW + "topics/topics.dl20.txt", 8394,
-                             "726cb4018b85a335fcbe09004df7f084ec1bf20531961d9af7b0c71dd609e69b"),
-    },
+    2019: _year("19", "topics.dl19-passage.txt", (2306085, 190529, 187092, 1764), (
+        "4f3e4aba8bb68c1b38405da010f44537f31d3b5fff7088ef97c03caed1076674",
+        "cbada2e4f710f8cafb8f1fd54e2289011b3273cdc044adb2380af21f63a6c861",
+        "8a1f10d550732e4cd91d7fc49846a3784de4040972f583e69285a88f3c5fee92",
+        "518992da259fb61f64e4790791df91a7b42ea5773f374aed59220ebb51d58d90")),
+    2020: _year("20", "topics.dl20.txt", (2912805, 240316, 218617, 8394), (
+        "68b0ea4515ea022de921d54d5a53b4e93ed2f2993d350323c3173e47f3cea9f0",
+        "fba5d55aa8335bd1c74f7860dee354e69986b627c640b34ba47e084e311c24d2",
+        "60d4c34561f9687f8f73e0a752ba80ab80159b3e9c1bedd0a351f747ed6f5684",
+        "726cb4018b85a335fcbe09004df7f084ec1bf20531961d9af7b0c71dd609e69b")),
 }
 YEARS = tuple(FILES)
 #: the runs a spec can name as ``first_stage = { run = "dataset:NAME" }``
