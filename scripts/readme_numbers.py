@@ -25,8 +25,10 @@ with a sign (+0.0167, -0.0206, or U+2212 as the minus) is compared signed, one w
 
 Blocks `<!-- numbers from FILES -->` ... `<!-- end numbers -->` mark prose that states results: every number written
 in a block must be bound. Not numbers: names such as nDCG@10, P(rel=2)@5, 1.5B, Qwen2.5, a `0-3` label range,
-"issue 9", "95% interval", and anything in a code span (write an aim or a constant that no results file holds as
-`tau >= 0.8`). 1.22x is a number. FILES are the candidate sources the `bind` command searches (paths relative to the
+"issue 9", "95% interval", and a code span that is not a measured value (write an aim or a constant that no results
+file holds as `tau >= 0.8`). A code span holding only a number with three or more decimals (`0.0327`) is a measured
+value written to escape the check: it counts as an unbound number, so it must be written as a bound number or not at
+all. 1.22x is a number. FILES are the candidate sources the `bind` command searches (paths relative to the
 repository); add the spec (experiments/NAME.toml) when the prose states settings such as weights or window sizes.
 
 Commands (python scripts/readme_numbers.py ...):
@@ -70,6 +72,7 @@ WRITTEN = re.compile(
     r"(?!(?!x\b)[\w@]|\.\d|-\d)"  # 1.22x is a number; 1.5B, P@5, the 0 of 0-3: names
 )
 CODE = re.compile(r"`[^`\n]*`")
+MEASURED_IN_CODE = re.compile(r"`\s*[+\-\u2212]?\d+\.\d{3,}\s*`")  # a measured value in a code span: not exempt
 
 
 class BindingError(Exception):
@@ -257,7 +260,10 @@ def plain_numbers(body: str, defs: dict[str, str] | None = None):
     body = DEFINITION.sub(blank, body)
     body = REF.sub(lambda m: m.group(0) if defs is not None and m.group(2) not in defs else blank(m), body)
     body = INLINE.sub(blank, body)
-    return WRITTEN.finditer(CODE.sub(blank, RANGE_DASH.sub(" ", body)))
+    def blank_code(m: re.Match) -> str:  # a measured value in a code span stays (its backticks blanked): unbound
+        return " " + m.group(0)[1:-1] + " " if MEASURED_IN_CODE.fullmatch(m.group(0)) else blank(m)
+
+    return WRITTEN.finditer(CODE.sub(blank_code, RANGE_DASH.sub(" ", body)))
 
 
 def unbound_in_blocks(readme: Path, text: str) -> list[tuple[int, str]]:

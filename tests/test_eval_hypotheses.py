@@ -172,7 +172,7 @@ def test_by_construction_follows_the_input_chain_and_top_k():
         {"name": "BM25 >> p", "input": "BM25", "rerank": {"type": "pointwise", "top_k": 20}},
         {"name": "BM25 >> p >> q", "input": "BM25 >> p", "rerank": {"type": "shuffle", "top_k": 10}},
         {"name": "BM25 >> bi", "input": "BM25", "rerank": {"type": "biencoder", "top_k": 100}},
-        {"name": "fuse", "input": "BM25 >> p", "baseline": "BM25", "rerank": {"type": "fuse"}}]})
+        {"name": "fuse", "input": "BM25 >> p", "baseline": "BM25", "rerank": {"type": "fuse", "weights": {"first_stage": 0.5, "pointwise": 0.5}}}]})
     got = by_construction(spec.pipelines, parse_measures(list(spec.evaluation.measures), rel=1))
     assert ("BM25 >> p", "BM25", "P@20") in got and ("BM25 >> p", "BM25", "P@10") not in got
     assert ("BM25 >> p >> q", "BM25", "P@20") in got and ("BM25 >> p >> q", "BM25 >> p", "P@10") in got

@@ -141,3 +141,22 @@ def test_unbind_gives_back_the_plain_text(folder, monkeypatch):
     assert "[0.6119][1]" in readme.read_text(encoding="utf-8")
     rn.unbind(readme)
     assert readme.read_text(encoding="utf-8") == plain
+
+
+def test_a_measured_value_in_a_code_span_is_not_exempt(folder):
+    """A number with three or more decimals in a code span (`0.0327`) is a measured value written to escape the
+    check (issue 34): inside a block it counts as unbound, while a constant or a command in a code span does not."""
+    readme = write(folder, "H3 detects `0.0327` full; aim `tau >= 0.8`; run `superb run x.toml`; `3` calls.")
+    found = rn.problems(readme)
+    assert len(found) == 1 and "0.0327 is in a numbers block but not bound" in found[0]
+    readme = write(folder, "BM25 reaches [0.5952](<table.csv#system=BM25&view=full&measure=nDCG@10&col=mean>).")
+    assert rn.problems(readme) == []
+
+
+def test_no_readme_states_a_measured_value_in_a_code_span():
+    """Every README: a changed digit of a number in a code span inside a block would go unnoticed only if such a
+    number could exist; none does (each is bound, or the sentence no longer states it)."""
+    for readme in READMES:
+        text = readme.read_text(encoding="utf-8")
+        for block in rn.BLOCK.finditer(text):
+            assert not rn.MEASURED_IN_CODE.search(block.group(2)), readme.relative_to(ROOT)
