@@ -30,6 +30,7 @@ class PipelineResult:
     stats: dict[str, int] = field(default_factory=dict)  # reranker counters: repairs, fallbacks, failures...
     usage: dict[str, Any] = field(default_factory=dict)  # LLM calls, tokens, cache hits for this pipeline
     calls_depend_on_answers: bool = False  # its calls depend on the answers: a dry run's count is a lower bound
+    given_run: dict[str, Any] | None = None  # a first stage that is a given run: its file's path, format, sha256
 
 
 @dataclass
@@ -203,9 +204,10 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
         stats = system.stats()
         if name in first_stages:
             stats.update(_queries_without_results(name, topics, run))
+        given = next((c.provenance() for c in system.components if hasattr(c, "provenance")), None)
         results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=stats,
                                        usage=_usage_delta(before, _usage_dict(llm)),
-                                       calls_depend_on_answers=system.calls_depend_on_answers())
+                                       calls_depend_on_answers=system.calls_depend_on_answers(), given_run=given)
         log.info("pipeline %s: %d rows in %.1f s", name, len(run), results[name].seconds)
     return results
 

@@ -223,6 +223,9 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
             f"pipeline:{n}": round(p.seconds, 3) for n, p in result.pipelines.items()}},
         "systems": systems, "ties": TIE_RULE,
     }
+    given = {n: p.given_run for n, p in result.pipelines.items() if getattr(p, "given_run", None)}
+    if given:  # first stages read from run files: which file, its sha256 (superb.run_files)
+        provenance["given_runs"] = given
     if getattr(result, "sharding", None):  # a shard of a run, or a merge of shards (superb/shards.py, merge.py)
         provenance["sharding"] = result.sharding
     path = write_provenance(out_dir, provenance)  # + packages, project (commit, dirty, diff), host; source.patch

@@ -212,3 +212,14 @@ def trec_dl_files(tmp_path):
     target = tmp_path / "trec-dl"
     shutil.copytree(Path(mirror) / "trec-dl", target)
     return target
+
+
+def test_provenance_records_each_given_run_file(data, capsys):
+    import hashlib
+    import json
+
+    code, err, _, out = run_cli(data, capsys, GOOD, rerank=False)
+    assert code == 0, err
+    given = json.loads((out / "provenance.json").read_text())["given_runs"]["given"]
+    assert given["sha256"] == hashlib.sha256((data / "given.run").read_bytes()).hexdigest()
+    assert given["format"] == "trec" and given["rows"] == 5 and given["depth"] == 10
