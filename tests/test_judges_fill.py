@@ -113,6 +113,8 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
         assert "Kendall's tau" in capsys.readouterr().out  # label_study.md printed from the copy
 
     assert fingerprint["judge"] == "yesno_product" and fingerprint["model"] == "fake-model"
+    # the page is made again from the filled table
+    assert "Circular evidence in the filled view" in (out / "report.html").read_text()
     # the judge is the rerankers' model and asks the pointwise reranker's own prompt: flagged as circular everywhere
     for name in ("views.md", "table.md", "README.md"):
         text = (out / name).read_text()

@@ -12,6 +12,7 @@ whose coverage is stated).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +108,21 @@ def _fill(args, mode: str) -> int:
           f"statuses {counts['status']}")
     print(result["sentence"])
     print((Path(result["folder"]) / "label_study.md").read_text(encoding="utf-8"))
+    _page(Path(result["folder"]))
     from superb.exit_codes import llm_exit_code
 
     return llm_exit_code(result["llm_spec"], result["usage"])
+
+
+def _page(folder: Path) -> None:
+    """report.html again, so that the page shows the table the fill rewrote (with its filled view and notes)."""
+    from superb.errors import SuperbError
+    from superb.report import write_report
+
+    try:
+        print(f"report: {write_report(folder)} (open it in a browser; it needs no network)")
+    except (SuperbError, OSError) as exc:  # the fill is written; the page can be made again from it
+        print(f"superb: report.html not written ({exc}); `superb report {folder}` writes it", file=sys.stderr)
 
 
 def _print_dry_run(usage: dict, what: str) -> int:
