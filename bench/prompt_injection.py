@@ -157,7 +157,7 @@ def product_text(text: str, condition: str, titles: _Titles, key: str) -> str:
     if condition in ("after", "guard prompt", "guard text", "guard"):
         titles.docs[key] = {"title": text}
         guard = condition in ("guard text", "guard")
-        return ProductText(titles, fields=("title",), max_tokens=MAX_TOKENS, guard=guard).get(key)
+        return ProductText(titles, fields=("title",), text_tokens=MAX_TOKENS, guard=guard).get(key)
     return truncate(flatten(text), MAX_TOKENS)[0]
 
 

@@ -396,7 +396,7 @@ def section_dev(args, results: dict | None = None) -> dict:
     import pyterrier as pt
 
     from superb.transformers import BuildContext, build_reranker
-    from superb.transformers.options import blend
+    from superb.transformers.blend import blend
 
     ds, run = chorus(args.dev_queries, 20, split="dev")
     qrels = ds.qrels()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from superb.errors import SpecError
-from superb.spec import check_keys
+from superb.options import check_keys, number, one_of, positive_int
 
 ENGINES = ("terrier", "pisa")
 MODELS = ("bm25", "rm3")
@@ -46,29 +46,9 @@ def _key(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _check_keys(given: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
-    check_keys(given, path, optional=allowed, what="option")
-
-
 def _choice(value: Any, allowed: tuple[str, ...], key: str) -> str:
-    if not isinstance(value, str) or value.lower() not in allowed:
-        raise SpecError(key, f"found {value!r}; allowed values are {list(allowed)}")
-    return value.lower()
-
-
-def _positive_int(value: Any, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SpecError(key, f"expected a positive integer, found {value!r}")
-    return value
-
-
-def _number(value: Any, key: str, low: float, high: float | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise SpecError(key, f"expected a number, found {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise SpecError(key, f"expected a number {bound}, found {value!r}")
-    return float(value)
+    """``one_of`` with the case folded (``engine = "PISA"`` is pisa)."""
+    return one_of(*allowed)(value.lower() if isinstance(value, str) else value, key)
 
 
 def _fields(value: Any, available: tuple[str, ...] | None, key: str) -> tuple[str, ...]:
@@ -101,15 +81,15 @@ def validate_options(
     """Check every option, name the key at fault, and return the resolved :class:`FirstStageOptions`."""
     engine = _choice(engine, ENGINES, _key(path, "engine"))
     model = _choice(model, MODELS, _key(path, "model"))
-    depth = _positive_int(depth, _key(path, "depth"))
+    depth = positive_int(depth, _key(path, "depth"))
     chosen_fields = _fields(fields, available_fields, _key(path, "fields"))
     bm25 = dict(bm25 or {})
-    _check_keys(bm25, tuple(BM25_DEFAULTS), path)
+    check_keys(bm25, path, optional=BM25_DEFAULTS, what="option")
     params = {**BM25_DEFAULTS, **bm25}
-    k1 = _number(params["k1"], _key(path, "k1"), 0.0, None)
-    b = _number(params["b"], _key(path, "b"), 0.0, 1.0)
+    k1 = number(0.0)(params["k1"], _key(path, "k1"))
+    b = number(0.0, 1.0)(params["b"], _key(path, "b"))
     rm3 = dict(rm3 or {})
-    _check_keys(rm3, tuple(RM3_DEFAULTS), path)
+    check_keys(rm3, path, optional=RM3_DEFAULTS, what="option")
     if rm3 and model != "rm3":
         raise SpecError(_key(path, sorted(rm3)[0]),
                         f"RM3 options {sorted(rm3)} need model = 'rm3', found model = {model!r}")
@@ -121,9 +101,9 @@ def validate_options(
         fields=chosen_fields,
         k1=k1,
         b=b,
-        fb_docs=_positive_int(fb["fb_docs"], _key(path, "fb_docs")),
-        fb_terms=_positive_int(fb["fb_terms"], _key(path, "fb_terms")),
-        fb_lambda=_number(fb["fb_lambda"], _key(path, "fb_lambda"), 0.0, 1.0),
+        fb_docs=positive_int(fb["fb_docs"], _key(path, "fb_docs")),
+        fb_terms=positive_int(fb["fb_terms"], _key(path, "fb_terms")),
+        fb_lambda=number(0.0, 1.0)(fb["fb_lambda"], _key(path, "fb_lambda")),
     )
 
 
@@ -131,7 +111,7 @@ def options_from_spec(
     table: Mapping[str, Any], *, available_fields: tuple[str, ...] | None = None, path: str = "first_stage"
 ) -> FirstStageOptions:
     """Validate a spec's ``first_stage`` table ({engine, model, depth, fields, k1, b, fb_docs, fb_terms, fb_lambda})."""
-    _check_keys(table, FIRST_STAGE_KEYS, path)
+    check_keys(table, path, optional=FIRST_STAGE_KEYS, what="option")
     return validate_options(
         engine=table.get("engine", "terrier"),
         model=table.get("model", "bm25"),

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from superb.spec import PipelineSpec
+from superb.pipelines.pipeline_spec import PipelineSpec
 
 
 class Memo(pt.Transformer):

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from superb.errors import SuperbError
-from superb.exit_codes import EXIT_LLM_FAILURES, llm_exit_code  # noqa: F401 - EXIT_LLM_FAILURES: tests import it here
+from superb.exit_codes import EXIT_LLM_FAILURES  # noqa: F401 - tests import it here
+from superb.llm.exit_code import llm_exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=_cmd_report)
 
     _register_optional(sub, "superb.llm.cli")
-    _register_optional(sub, "superb.judges.cli")
+    _register_optional(sub, "superb.judges.commands.cli")
     _register_optional(sub, "superb.batch.cli")
     return parser
 

@@ -57,7 +57,7 @@ class Evaluation:
 
 def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     """Per-query values of every system under every view, and the significance table (pt.Experiment underneath).
-    ``extra_views``: superb.eval.evaluate.View objects beyond the spec's, e.g. "filled" (superb.judges.fill); their
+    ``extra_views``: superb.eval.evaluate.View objects beyond the spec's, e.g. "filled" (superb.judges.fill.label); their
     rows are never confirmatory (a hypothesis names the spec's views only).
 
     Queries without a relevant document (no positive label: every measure of every system is 0 on them) are counted

@@ -21,7 +21,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from superb.errors import SpecError, SpecErrors
-from superb.transformers.registry import check_stage, needs_llm, score_columns
+from superb.options import check_keys, typed
+from superb.pipelines.pipeline_spec import PipelineSpec
+from superb.transformers.registry import check_stage, score_columns
 
 INTERVALS = ("t", "bootstrap")
 NO_RELEVANT = ("keep", "drop")
@@ -81,22 +83,6 @@ class HypothesisSpec:
     family: str = "confirmatory"
     evidence: str = ""
     path: str = "hypotheses"
-
-
-@dataclass(frozen=True)
-class PipelineSpec:
-    name: str
-    path: str  # key path for messages, e.g. "pipelines[2]"
-    first_stage: dict[str, Any] | None = None
-    input: str | None = None
-    rerank: tuple[dict[str, Any], ...] = ()
-    baseline: str | None = None
-    compare: tuple[str, ...] = ()  # head-to-head comparisons besides the baseline, each family tested apart
-
-    @property
-    def uses_llm(self) -> bool:
-        expands = isinstance(self.first_stage, dict) and "expand" in self.first_stage  # first_stage.expand: LLM
-        return expands or any(needs_llm(r.get("type")) for r in self.rerank)
 
 
 @dataclass(frozen=True)
@@ -514,54 +500,3 @@ def _parse_baseline(table: dict, path: str, source: str | None) -> str | None:
     if not isinstance(value, str):
         raise SpecError(f"{path}.baseline", f"must be a pipeline name or false, got {value!r}")
     return value
-
-
-def check_keys(table: Any, path: str, *, required: Iterable[str] = (), optional: Iterable[str] = (),
-               what: str = "key") -> dict:
-    """THE unknown-key check of every spec table (experiment, judge, first stage, reranker, data set, [llm]).
-
-    ``table`` must be a table holding only ``required`` and ``optional`` keys and every ``required`` one; else a
-    SpecError at the key's path: ``pipelines[0].colour: unknown key; allowed keys: ['baseline', 'first_stage']``.
-    ``what`` names an unknown key in the message ("option for a pointwise judge"). Returns the table."""
-    if not isinstance(table, Mapping):
-        raise SpecError(path, f"expected a table, found {type(table).__name__} {table!r}")
-    allowed = sorted(set(required) | set(optional))
-    for key in table:
-        if key not in allowed:
-            raise SpecError(_join(path, key), f"unknown {what}; allowed keys: {allowed}")
-    for key in sorted(required):
-        if key not in table:
-            raise SpecError(_join(path, key), "missing (required)")
-    return dict(table)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else str(key)
-
-
-_MISSING = object()
-
-
-def typed(table: Mapping, key: str, kind: type | tuple[type, ...], path: str, default: Any = _MISSING,
-          minimum: int | float | None = None) -> Any:
-    """``table[key]`` checked against ``kind`` (and ``>= minimum``), or ``default`` when absent (no default: the key
-    is required). TOML booleans are not numbers. Errors name the key path and what was found."""
-    where = _join(path, key)
-    if key not in table:
-        if default is _MISSING:
-            raise SpecError(where, "missing (required)")
-        return default
-    value = table[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:  # TOML true/false are not numbers
-        raise SpecError(where, f"expected {_kind_name(kinds)}, got a boolean")
-    if not isinstance(value, kinds):
-        raise SpecError(where, f"expected {_kind_name(kinds)}, got {type(value).__name__} {value!r}")
-    if minimum is not None and value < minimum:
-        raise SpecError(where, f"expected {_kind_name(kinds)} >= {minimum}, got {value!r}")
-    return value
-
-
-def _kind_name(kinds: tuple[type, ...]) -> str:
-    names = {dict: "a table", list: "an array", str: "a string", int: "an integer", float: "a number", bool: "true/false"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)

@@ -126,7 +126,7 @@ def test_judge_without_failures_exits_0(data, capsys):
 
 def test_a_cache_only_report_counts_misses_as_not_called(capsys):
     """--from-cache: the cache-only client records each miss as a dry-run call; nothing was called, nothing failed."""
-    from superb.exit_codes import llm_exit_code
+    from superb.llm.exit_code import llm_exit_code
 
     code = llm_exit_code({}, {"judge:umbrela": {"calls": 3, "cache_hits": 2, "failures": 0, "dry_run": 3}})
     err = capsys.readouterr().err

@@ -56,7 +56,7 @@ def test_the_table_reads_a_small_models_margins():
 
 def test_wands_spec_reads_superb_home_and_states_a_measured_time(tmp_path, monkeypatch):
     from superb.data import load_dataset
-    from superb.judges.spec import parse_judge_spec
+    from superb.judges.commands.spec import parse_judge_spec
     from superb.spec import read_toml
     from test_judges_pairwise_study import write_wands
 
@@ -128,7 +128,7 @@ def test_pairs_and_n_pairs_are_exclusive():
     import pytest
 
     from superb.errors import SpecError
-    from superb.judges.spec import parse_judge_spec
+    from superb.judges.commands.spec import parse_judge_spec
 
     with pytest.raises(SpecError, match=r"pairwise_study\.n_pairs: give either pairs"):
         parse_judge_spec({"name": "x", "dataset": {"name": "wands"},

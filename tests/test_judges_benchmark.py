@@ -101,7 +101,7 @@ def test_failed_rewrite_call_falls_back_and_is_counted(source, home):
 
 def test_benchmark_spec_errors_name_key_paths():
     from superb.errors import SpecError
-    from superb.judges.spec import parse_judge_spec
+    from superb.judges.commands.spec import parse_judge_spec
 
     base = {"name": "b", "dataset": {"name": "chorus"}}
     cases = [({"colour": 1}, r"^benchmark\.colour: unknown key"), ({"depth": 0}, r"^benchmark\.depth: expected an "
@@ -154,8 +154,8 @@ def test_chorus_superlative_spec_with_the_fake_server(home, monkeypatch):
     import os
     from pathlib import Path
 
-    from superb.judges.run import run_judge_spec
-    from superb.judges.spec import load_judge_spec
+    from superb.judges.commands.run import run_judge_spec
+    from superb.judges.commands.spec import load_judge_spec
 
     mirror = os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).parents[2] / "shared" / "data"
     monkeypatch.setenv("SUPERB_DATA_MIRROR", str(mirror))

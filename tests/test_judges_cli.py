@@ -13,7 +13,7 @@ import pytest
 from fakeserver import FakeServer
 from superb.cli import main
 from superb.errors import SpecError
-from superb.judges.spec import parse_judge_spec
+from superb.judges.commands.spec import parse_judge_spec
 
 MIRROR = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).parents[2] / "shared" / "data")
 
@@ -83,7 +83,7 @@ def test_a_judge_run_stopped_by_ctrl_c_leaves_the_earlier_folder_whole(home, mon
     """An interrupted `superb judge` must not leave a half-written folder nor delete the earlier one (superb.atomic)."""
     import hashlib
 
-    import superb.judges.run
+    import superb.judges.commands.run
 
     dataset = write_local(home / "data")
     out = home / "out"
@@ -107,7 +107,7 @@ def test_a_judge_run_stopped_by_ctrl_c_leaves_the_earlier_folder_whole(home, mon
             written.extend(sorted(p.name for p in path.parent.iterdir()))
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(superb.judges.run, "confusion_heatmap", ctrl_c)
+        monkeypatch.setattr(superb.judges.commands.run, "confusion_heatmap", ctrl_c)
         assert main(["judge", str(spec), "--out", str(out)]) == 130  # superb's exit code for an interrupted run
     assert "qrels.trec" in written and "judgments.jsonl" in written  # stopped midway, not before writing
     assert snapshot() == before

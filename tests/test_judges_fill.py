@@ -59,7 +59,7 @@ def run_spec(llm: list[str], queries: list[str], rerank_top: int) -> str:
 
 def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_answers(home, chorus, grades,
                                                                                          capsys):
-    from superb.judges.fill import dev_pairs
+    from superb.judges.fill.label import dev_pairs
 
     model = GradeModel(grades)
     out = home / "results" / "fill_me"
@@ -167,7 +167,7 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     assert "significant pairs (human)" in (out / "label_study.md").read_text()
     pairs = pd.read_csv(out / "label_study_pairs.csv")
     assert len(pairs) == 3 * 2 * 3 and {"verdict_human", "verdict_judge", "delta_human", "delta_judge"} <= set(pairs)
-    from superb.judges.fill import read_folder
+    from superb.judges.fill.label import read_folder
 
     # self-preference: which systems the judge's own model ranked (the spec's LLM rows), and the one-sided pairs
     ranked = set(read_folder(out).spec.llm_ranked())
@@ -183,7 +183,7 @@ def test_fill_labels_the_unjudged_adds_the_filled_view_and_reuses_the_rerankers_
     # a view without a pair for some query (same pairs, when no human-judged product reaches any top 5) compares the
     # other queries only, and says so
     from superb.eval.measures import parse_measure
-    from superb.judges.studies.fill import label_study_rows
+    from superb.judges.fill.write import label_study_rows
 
     folder = read_folder(out)
     dropped = llm[llm["qid"] != TEST_QUERIES[0]].drop(columns="it")
@@ -260,15 +260,16 @@ def test_fill_with_the_real_05b(home, monkeypatch):
     assert "llm_qrels.trec" in json.loads((out / "provenance.json").read_text())["files"]
 
 
-def test_fill_study_and_fill_inputs_do_not_import_the_fill_upward():
-    """superb.judges.fill imports studies/fill and fill_inputs; neither imports fill back, even inside a function."""
+def test_the_fill_writer_and_inputs_do_not_import_the_labeller_upward():
+    """superb.judges.fill.label imports fill.write and fill.inputs; neither imports the labeller back, even inside a
+    function."""
     import ast
     from pathlib import Path
 
-    import superb.judges
+    import superb.judges.fill
 
-    for name in ("studies/fill", "fill_inputs"):
-        tree = ast.parse((Path(superb.judges.__file__).parent / f"{name}.py").read_text())
+    for name in ("write", "inputs"):
+        tree = ast.parse((Path(superb.judges.fill.__file__).parent / f"{name}.py").read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        assert "superb.judges.fill_inputs" in imported or name == "fill_inputs"
-        assert "superb.judges.fill" not in imported, name
+        assert "superb.judges.fill.inputs" in imported or name == "inputs"
+        assert "superb.judges.fill.label" not in imported, name

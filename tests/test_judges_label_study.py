@@ -14,7 +14,7 @@ import pytest
 from fakeserver import FakeServer
 from superb.cli import main
 from superb.errors import SpecError
-from superb.judges.spec import parse_judge_spec
+from superb.judges.commands.spec import parse_judge_spec
 
 MIRROR = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).parents[2] / "shared" / "data")
 QIDS = [f"q{i}" for i in range(1, 9)]

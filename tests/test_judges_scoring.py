@@ -103,7 +103,7 @@ def test_judge_requests_equal_the_rerankers_and_the_cache_fill_requests():
     """A scoring judge asks exactly what the pointwise reranker (and the lead's cache fill) asks for the same
     template, query and product text; only the tag (not in the cache key) differs."""
     ds = TinyDataset(TITLES, TOPICS)
-    text = ProductText(ds, fields=("title",), max_tokens=64)
+    text = ProductText(ds, fields=("title",), text_tokens=64)
     for preset in ("superb_product", "superb", "yesno_product", "yesno", "umbrela"):
         judge = build_scoring_judge(preset, llm=None, dataset=ds)
         template = load_template(PRESETS[preset]["template"])

@@ -1,5 +1,5 @@
 """The judges' spec readers (build_judge, build_scoring_judge) are the rerankers' typed readers
-(superb.transformers.options.read_options): the same error form (``judge.KEY: ...`` listing the allowed keys), the
+(superb.options.read_options): the same error form (``judge.KEY: ...`` listing the allowed keys), the
 renamed product-text budget ``max_tokens`` -> ``text_tokens`` refused with its hint, and schema defaults that are the
 constructors' own (so a judge built from a spec gets what the Python constructor would have given it)."""
 
@@ -16,7 +16,7 @@ from superb.judges import judge as judge_module
 from superb.judges import scoring
 from superb.judges.judge import JUDGES, build_judge
 from superb.judges.scoring import PRESETS, build_scoring_judge
-from superb.judges.spec import is_scoring, load_judge_spec
+from superb.judges.commands.spec import is_scoring, load_judge_spec
 from superb.llm import ideal
 from superb.llm.prompts import load_template
 from superb.llm.text import ProductText
@@ -58,23 +58,23 @@ def test_scoring_schema_defaults_are_the_constructors(kind):
 
 def test_what_the_constructors_receive_is_unchanged():
     judge = build_judge({"type": "deliberated"}, llm=None, dataset=DS)
-    assert (judge.text.fields, judge.text.max_tokens, judge.default_label) == (("title",), 64, 0)
+    assert (judge.text.fields, judge.text.text_tokens, judge.default_label) == (("title",), 64, 0)
     assert judge.template_ids() == {"ideal": judge.ideal_template.id, "grade": judge.template.id}
     assert (judge.ideal_template.name, judge.template.name, judge.ideal_max_tokens) == \
         (ideal.TEMPLATE, "deliberated_label", ideal.MAX_TOKENS)
     pair = build_judge({"type": "pairwise", "fields": ["title", "description"], "text_tokens": 48, "seed": 3,
                         "both_orders": True}, llm=None, dataset=DS)
-    assert (pair.text.fields, pair.text.max_tokens, pair.seed, pair.opponents, pair.max_pairs) == \
+    assert (pair.text.fields, pair.text.text_tokens, pair.seed, pair.opponents, pair.max_pairs) == \
         (("title", "description"), 48, 3, 4, 45)
     for preset, table in PRESETS.items():
         scorer = build_scoring_judge(preset, llm=None, dataset=DS)
-        assert (scorer.name, scorer.template.name, scorer.reading.name, scorer.text.max_tokens) == \
+        assert (scorer.name, scorer.template.name, scorer.reading.name, scorer.text.text_tokens) == \
             (preset, table["template"], table["reading"], 64)
     scorer = build_scoring_judge({"preset": "yesno", "text_tokens": 32, "fields": ["description"]}, llm=None,
                                  dataset=DS, name="mine")
-    assert (scorer.name, scorer.text.fields, scorer.text.max_tokens) == ("mine", ("description",), 32)
+    assert (scorer.name, scorer.text.fields, scorer.text.text_tokens) == ("mine", ("description",), 32)
     # the budget is the same value under its new name: the same prompt, so the same cache key
-    product = ProductText(DS, fields=("description",), max_tokens=32).get("d1")
+    product = ProductText(DS, fields=("description",), text_tokens=32).get("d1")
     prompt = load_template("pointwise_yesno").render(query="steel bottle", product=product)
     assert scorer.request("steel bottle", "d1").messages[-1] == ("user", prompt) and "about g3" in prompt
 
@@ -147,11 +147,11 @@ def test_the_committed_judge_specs_pass_the_readers():
     spec = load_judge_spec(EXPERIMENTS / "judges_chorus.toml")
     built = [build_scoring_judge(o, llm=None, dataset=DS, name=n) for n, o in spec.scoring if o.get("type") !=
              "ensemble"]
-    assert [j.text.max_tokens for j in built] == [64] * len(built) and len(built) >= 4
+    assert [j.text.text_tokens for j in built] == [64] * len(built) and len(built) >= 4
     assert not spec.generated and all(is_scoring(o) for _, o in spec.variants)
     bench = load_judge_spec(EXPERIMENTS / "chorus_superlative.toml").benchmark
     judge = build_judge(bench.judge, llm=None, dataset=DS)
-    assert (judge.kind, judge.text.max_tokens) == ("deliberated", 48)
+    assert (judge.kind, judge.text.text_tokens) == ("deliberated", 48)
     raw = tomllib.loads((EXPERIMENTS / "judges_chorus.toml").read_text())
     assert "max_tokens" not in raw["judge"] and raw["judge"]["text_tokens"] == 64
 
@@ -164,7 +164,7 @@ def test_the_committed_judge_specs_pass_the_readers():
     ({"text_tokens": 64, "variants": [{"preset": "yesno", "max_tokens": 64}]}, r"judge\.variants\[0\]\.max_tokens"),
 ])
 def test_a_judge_spec_is_checked_when_read_naming_the_table_of_the_key(judge, where):
-    from superb.judges.spec import parse_judge_spec
+    from superb.judges.commands.spec import parse_judge_spec
 
     with pytest.raises(SpecError, match=f"^{where}: renamed to 'text_tokens' .*write text_tokens = 64"):
         parse_judge_spec({"name": "x", "dataset": {"name": "chorus"}, "judge": judge})

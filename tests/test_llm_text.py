@@ -70,7 +70,7 @@ def test_ordinary_product_text_is_unchanged():
 @pytest.mark.parametrize("name", [n for n in prompts.available() if "<<<" in prompts.load_template(n).source])
 def test_hostile_text_stays_fenced_in_every_template(name):
     template = prompts.load_template(name)
-    texts = ProductText(Docs({f"d{i}": t for i, t in enumerate(HOSTILE)}), fields=("title",), max_tokens=256)
+    texts = ProductText(Docs({f"d{i}": t for i, t in enumerate(HOSTILE)}), fields=("title",), text_tokens=256)
     hostile = template.render(**_variables(template, [texts.get(f"d{i}") for i in range(len(HOSTILE))]))
     benign = template.render(**_variables(template, ["plain mug"] * len(HOSTILE)))
     # the fence strings occur exactly as often as with harmless products: no product opened or closed a fence

@@ -77,7 +77,7 @@ def test_product_text_guard_is_opt_in_and_counted():
     assert default.get("a", stats) == f"{TITLE} {FOUR[0]}".replace("ASSISTANT:", "ASSISTANT")
     assert stats == Counter(text_neutralised=1)
     stats.clear()
-    assert repr(default) == "ProductText(fields=('title',), max_tokens=64)"  # unchanged for every existing run
+    assert repr(default) == "ProductText(fields=('title',), text_tokens=64)"  # the spec option's name (was max_tokens)
     assert [guarded.get(d, stats) for d in "abc"] == [TITLE] * 3
     assert stats == Counter(guard_flagged_products=2, guard_cuts=3, text_neutralised=1)
     assert "guard=True" in repr(guarded)

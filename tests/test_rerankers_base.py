@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from superb.errors import SpecError
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, scores_from_order
-from superb.transformers.options import read_options
+from superb.transformers.base import Candidates, Reranker, scores_from_order, spec_options
+from superb.options import REQUIRED, Opt, read_options
+from superb.transformers.fuse import parse_weights
 from superb.transformers.registry import BuildContext, build_reranker, reranker_class
 from superb.llm.text import ProductText, truncate
 
@@ -99,6 +100,15 @@ def test_scores_from_order():
     assert scores_from_order([2, 0, 1]) == [2.0, 1.0, 3.0]
 
 
+# the options every reranker takes, declared once in Reranker's and ProductText's constructors
+COMMON_OPTIONS = spec_options(Reranker)
+
+
+def test_the_common_options_are_read_from_the_constructors():
+    assert {k: o.default for k, o in COMMON_OPTIONS.items()} == \
+        {"fields": None, "text_tokens": 64, "guard": False, "top_k": 20}
+
+
 def test_read_options_rejects_unknown_key_with_path_and_allowed():
     with pytest.raises(SpecError) as e:
         read_options({"type": "x", "topk": 3}, "pipelines[1].rerank[0]", COMMON_OPTIONS)
@@ -111,6 +121,8 @@ def test_read_options_checks_values():
         read_options({"top_k": 0}, "rerank[0]", COMMON_OPTIONS)
     opts = read_options({"fields": "title", "top_k": 5}, "r", COMMON_OPTIONS)
     assert opts == {"top_k": 5, "fields": ("title",), "text_tokens": 64, "guard": False}
+    with pytest.raises(SpecError, match=r"^r\.fields: missing \(required\): a table of"):
+        read_options({}, "r", {"fields": Opt(REQUIRED, parse_weights)})
 
 
 def test_registry_unknown_type_lists_known():
@@ -133,11 +145,11 @@ class FakeDataset:
 def test_product_text_fields_budget_and_counts():
     ds = FakeDataset({"a": {"title": "Red\n\nphone   case", "description": "word " * 100}, "b": {"title": None}})
     stats = Counter()
-    one = ProductText(ds, fields=("title",), max_tokens=50)
+    one = ProductText(ds, fields=("title",), text_tokens=50)
     assert one.get("a", stats) == "Red phone case"
     assert one.get("b", stats) == "(no text)"
     assert stats["text_missing_field"] == 1 and stats["text_empty"] == 1
-    both = ProductText(ds, fields=("title", "description"), max_tokens=12)
+    both = ProductText(ds, fields=("title", "description"), text_tokens=12)
     text = both.get("a", stats)
     assert text.startswith("title: Red phone case | description: word")
     assert text.endswith(" ...") and len(text) <= 12 * 4 + 4

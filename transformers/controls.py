@@ -16,23 +16,18 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from superb.transformers.base import FIRST_STAGE_SCORE, Candidates, Reranker
-from superb.transformers.options import non_negative_int, Opt, positive_int, read_options, spec_error
+from superb.options import NonNegativeInt, TopK
+from superb.transformers.base import FIRST_STAGE_SCORE, Candidates, Reranker, build_stage
 
 
 def query_rng(seed: int, qid: str) -> np.random.Generator:
     """A generator determined by the run seed and the query id only."""
     return np.random.default_rng([int(seed), zlib.crc32(str(qid).encode("utf-8"))])
-
-
-def _optional_positive_int(value: Any, path: str) -> int | None:
-    return None if value is None else positive_int(value, path)
 
 
 class Shuffle(pt.Transformer):
@@ -46,7 +41,7 @@ class Shuffle(pt.Transformer):
 
     type_name = "shuffle"
 
-    def __init__(self, seed: int = 0, top_k: int | None = None):
+    def __init__(self, seed: NonNegativeInt = 0, top_k: TopK = None):
         if top_k is not None and int(top_k) < 1:
             raise ValueError(f"Shuffle: top_k must be >= 1 or None (the whole list), got {top_k!r}")
         self.seed = int(seed)
@@ -56,15 +51,7 @@ class Shuffle(pt.Transformer):
     def __repr__(self) -> str:
         return f"Shuffle(seed={self.seed}, top_k={self.top_k})"
 
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "Shuffle":
-        schema = {"seed": Opt(getattr(context, "seed", 0), non_negative_int),
-                  "top_k": Opt(None, _optional_positive_int)}
-        opts = read_options(options, path, schema)
-        try:
-            return cls(seed=opts["seed"], top_k=opts["top_k"])
-        except ValueError as e:
-            raise spec_error(path, e) from e
+    from_spec = classmethod(build_stage)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "docno", "score"], context=self)
@@ -96,18 +83,12 @@ class RandomReranker(Reranker):
     type_name = "random"
     needs_text = False
 
-    def __init__(self, seed: int = 0, top_k: int | None = 20, **kw: Any):
-        super().__init__(None, top_k=top_k, **kw)
+    def __init__(self, seed: NonNegativeInt = 0, top_k: TopK = 20, tag: str = "", alpha: float = 1.0):
+        super().__init__(None, top_k=top_k, tag=tag, alpha=alpha)
         self.seed = int(seed)
 
     def __repr__(self) -> str:
         return f"RandomReranker(seed={self.seed}, top_k={self.top_k})"
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "RandomReranker":
-        schema = {"seed": Opt(getattr(context, "seed", 0), non_negative_int), "top_k": Opt(20, positive_int)}
-        opts = read_options(options, path, schema)
-        return cls(seed=opts["seed"], top_k=opts["top_k"], tag=path)
 
     async def score(self, cands: Candidates) -> list[float]:
         return [float(x) for x in query_rng(self.seed, cands.qid).random(len(cands))]

@@ -31,13 +31,13 @@ against "(no attributes available)"), ``fallback_failed_call`` / ``fallback_unpa
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping
+from typing import Any
 
 from superb.llm import ideal
 from superb.llm.ideal import NO_ATTRIBUTES
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm
-from superb.transformers.options import one_of, Opt, positive_int, read_options, spec_error
+from superb.options import OneOf, PositiveInt
+from superb.transformers.base import Candidates, Reranker
 from superb.llm.parsing import (
     LABEL_TOKENS, YES_NO_TOKENS, first_distribution, parse_confidence, parse_label, parse_yes_no,
 )
@@ -55,13 +55,13 @@ class DeliberatedReranker(Reranker):
     the other question types (module docstring). Score column: ``deliberated_score`` (``<stage>_score`` when the
     spec names the stage). Options: the question type of the second step, ``confidence`` ("logprobs" | "stated"),
     ``attribute_tokens`` (generation length of the attributes) and the common options (``top_k``, ``fields``, the
-    product-text budget, ``guard``: base.COMMON_OPTIONS).
+    product-text budget, ``guard``: the base's and ProductText's constructors).
     """
 
     type_name = "deliberated"
 
-    def __init__(self, llm: Any, *, confidence: str = "logprobs", attribute_tokens: int = 160, question: str = "grade",
-                 **kw: Any):
+    def __init__(self, llm: Any, *, confidence: OneOf(*CONFIDENCE_MODES) = "logprobs", attribute_tokens: PositiveInt = 160,
+                 question: OneOf(*LABELS) = "grade", **kw: Any):
         super().__init__(llm, **kw)
         if confidence not in CONFIDENCE_MODES:
             raise ValueError(f"DeliberatedReranker: confidence must be one of {list(CONFIDENCE_MODES)}, "
@@ -85,19 +85,6 @@ class DeliberatedReranker(Reranker):
     def __repr__(self) -> str:
         return (f"DeliberatedReranker(question={self.question!r}, confidence={self.confidence!r}, top_k={self.top_k}, "
                 f"text={self.text!r})")
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "DeliberatedReranker":
-        schema = dict(COMMON_OPTIONS)
-        schema.update(confidence=Opt("logprobs", one_of(*CONFIDENCE_MODES)),
-                      attribute_tokens=Opt(160, positive_int), question=Opt("grade", one_of(*LABELS)))
-        opts = read_options(options, path, schema)
-        try:
-            return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       confidence=opts["confidence"], attribute_tokens=opts["attribute_tokens"], question=opts["question"],
-                       tag=path)
-        except ValueError as e:
-            raise spec_error(path, e) from e
 
     # ---- step 1: the ideal product ------------------------------------------------------------------------------
     def attributes_request(self, query: str) -> ChatRequest:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from typing import Any, Mapping
+from typing import Annotated, Any
 
 import pandas as pd
 import pyterrier as pt
@@ -37,8 +37,9 @@ import pyterrier as pt
 from superb.errors import SpecError
 from superb.llm.types import ChatRequest, Completion
 from superb.pipelines.query_text import sanitise_query
-from superb.transformers.base import require_llm
-from superb.transformers.options import boolean, non_negative_int, Opt, positive_int, read_options, template_name
+from superb.options import Flag, NonNegativeInt, PositiveInt
+from superb.llm.prompts import template_name
+from superb.transformers.base import build_stage
 
 TEMPLATE = "deliberated_attributes"  # the ideal product's attributes: superb.llm.ideal's request, shared (and cached)
 MAX_TOKENS = 160  # with the deliberated reranker and judge when repeat/samples leave sample 0 as it is
@@ -72,16 +73,6 @@ def _temperature(value: Any, path: str) -> float:
     return float(value)
 
 
-OPTIONS: dict[str, Opt] = {
-    "template": Opt(TEMPLATE, template_name),
-    "repeat": Opt(1, non_negative_int),
-    "samples": Opt(1, positive_int),
-    "temperature": Opt(0.7, _temperature),
-    "max_tokens": Opt(MAX_TOKENS, positive_int),
-    "sanitise": Opt(True, boolean),
-}
-
-
 class QueryExpansion(pt.Transformer):
     """Rewrites ``query`` to the LLM-expanded query (original in ``query_0``, generated text in ``expansion``).
 
@@ -90,8 +81,9 @@ class QueryExpansion(pt.Transformer):
 
     type_name = "expand"
 
-    def __init__(self, llm: Any, *, template: str = TEMPLATE, repeat: int = 1, samples: int = 1,
-                 temperature: float = 0.7, max_tokens: int = MAX_TOKENS, sanitise: bool = True, tag: str = "expand"):
+    def __init__(self, llm: Any, *, template: Annotated[str, template_name] = TEMPLATE, repeat: NonNegativeInt = 1,
+                 samples: PositiveInt = 1, temperature: Annotated[float, _temperature] = 0.7,
+                 max_tokens: PositiveInt = MAX_TOKENS, sanitise: Flag = True, tag: str = "expand"):
         from superb.llm.prompts import load_template
 
         if int(repeat) < 0 or int(samples) < 1 or int(max_tokens) < 1:
@@ -112,10 +104,7 @@ class QueryExpansion(pt.Transformer):
         return (f"QueryExpansion(template={self.template.id!r}, repeat={self.repeat}, samples={self.samples}, "
                 f"temperature={self.temperature}, sanitise={self.sanitise})")
 
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "QueryExpansion":
-        opts = read_options(options, path, OPTIONS)
-        return cls(require_llm(context, path), tag=path, **opts)
+    from_spec = classmethod(build_stage)
 
     def requests(self, query: str) -> list[ChatRequest]:
         """The requests of one query: sample 0 greedy (temperature 0, seed 0), the others sampled (seeds 1, 2, ...)."""
@@ -182,10 +171,7 @@ class RestoreQuery(pt.Transformer):
     def __repr__(self) -> str:
         return "RestoreQuery()"
 
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "RestoreQuery":
-        read_options(options, path, {})
-        return cls()
+    from_spec = classmethod(build_stage)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         if "query_0" not in inp.columns:

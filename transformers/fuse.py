@@ -17,20 +17,21 @@ n - position, and the rank follows.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
 from superb.errors import SpecError
-from superb.transformers.base import FIRST_STAGE_SCORE, Reranker
-from superb.transformers.options import minmax, Opt, read_options
+from superb.transformers.base import FIRST_STAGE_SCORE, Reranker, build_stage
+from superb.transformers.blend import minmax
 
 FUSED = "fuse_score"
 
 
 def parse_weights(value: Any, path: str) -> dict[str, float]:
+    """a table of column weights, e.g. {first_stage = 0.5, pointwise = 0.5}"""
     if not isinstance(value, Mapping) or not value:
         raise SpecError(path, "expected a table of column weights, e.g. {first_stage = 0.5, pointwise = 0.5}, "
                               f"got {value!r}")
@@ -55,20 +56,14 @@ class Fuse(pt.Transformer):
 
     type_name = "fuse"
 
-    def __init__(self, weights: Mapping[str, float]):
+    def __init__(self, weights: Annotated[Mapping[str, float], parse_weights]):
         self.weights = parse_weights(weights, "weights")
         self.stats: Counter = Counter()
 
     def __repr__(self) -> str:
         return f"Fuse(weights={self.weights})"
 
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "Fuse":
-        opts = read_options(options, path, {"weights": Opt(None, parse_weights)})
-        if opts["weights"] is None:
-            raise SpecError(f"{path}.weights", "missing: a table of column weights, e.g. "
-                                               "{first_stage = 0.5, pointwise = 0.5}")
-        return cls(opts["weights"])
+    from_spec = classmethod(build_stage)
 
     def columns(self, frame: pd.DataFrame) -> dict[str, float]:
         """The weighted columns of ``frame``: each key as a column name, else ``<key>_score``."""

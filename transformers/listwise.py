@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from superb.errors import SpecError
-from superb.transformers.base import (COMMON_OPTIONS, Candidates, Reranker, default_template, product_text, require_llm,
-                                      scores_from_order)
-from superb.transformers.options import boolean, non_negative_int, one_of, Opt, read_options, spec_error, template_name
+from superb.options import Flag, NonNegativeInt, OneOf
+from superb.llm.prompts import TemplateName
+from superb.transformers.base import Candidates, Reranker, default_template, scores_from_order, text_dataset
 from superb.transformers.window import DEFAULT_TEMPLATES, MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
 
 
@@ -35,14 +35,16 @@ class ListwiseReranker(Reranker):
     Score: only an order: n - position in the window's order (``scores_from_order``), so the score column
     ``listwise_score`` (``<stage>_score`` when the spec names the stage) carries no strength of preference. Options:
     ``method``, ``shuffles``, ``seed`` (of the shuffles), ``calibrate`` and the common options (``top_k``,
-    ``fields``, the product-text budget, ``guard``: base.COMMON_OPTIONS).
+    ``fields``, the product-text budget, ``guard``: the base's and ProductText's constructors).
     """
 
     type_name = "listwise"
 
-    def __init__(self, llm: Any, *, method: str = "generation", shuffles: int = 0, seed: int = 0,
-                 calibrate: bool = False, template: str | None = None, **kw: Any):
+    def __init__(self, llm: Any, *, method: OneOf(*METHODS) = "generation", shuffles: NonNegativeInt = 0,
+                 seed: NonNegativeInt = 0, calibrate: Flag = False, template: TemplateName = None, **kw: Any):
         super().__init__(llm, **kw)
+        if method in DEFAULT_TEMPLATES:
+            template = template or default_template(DEFAULT_TEMPLATES[method], text_dataset(self.text))
         self.ranker = window_ranker(method, shuffles, seed, calibrate, template)
         self.method = method
         size = self.window_size()
@@ -59,30 +61,12 @@ class ListwiseReranker(Reranker):
         return self.top_k
 
     @classmethod
-    def spec_schema(cls, context: Any = None) -> dict[str, Opt]:
-        return {**COMMON_OPTIONS, "method": Opt("generation", one_of(*METHODS)), "shuffles": Opt(0, non_negative_int),
-                "seed": Opt(getattr(context, "seed", 0), non_negative_int), "calibrate": Opt(False, boolean),
-                "template": Opt(None, template_name)}
-
-    @classmethod
-    def check_options(cls, opts: dict[str, Any], path: str) -> None:
+    def check_options(cls, opts: dict[str, Any], path: str, given: Mapping[str, Any]) -> None:
         """Cross-option checks (SpecError naming the key)."""
         if opts["method"] == "likelihood" and opts["top_k"] > MAX_LIKELIHOOD_WINDOW:
             raise SpecError(f"{path}.top_k", f"method \"likelihood\" ranks at most {MAX_LIKELIHOOD_WINDOW} products "
                                              f"in one window, got {opts['top_k']}; use type \"sliding\" for more")
         check_calibrate(opts, path)
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "ListwiseReranker":
-        opts = read_options(options, path, cls.spec_schema(context))
-        cls.check_options(opts, path)
-        extra = {k: v for k, v in opts.items() if k not in COMMON_OPTIONS}
-        extra["template"] = opts["template"] or default_template(DEFAULT_TEMPLATES[opts["method"]], context, path)
-        try:
-            return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       tag=path, **extra)
-        except ValueError as e:
-            raise spec_error(path, e) from e
 
     async def rank_window(self, query: str, texts: Sequence[str]) -> list[int]:
         """The window ranker's order of ``texts`` as positions 0..n-1, best first (repaired and counted)."""

@@ -11,26 +11,19 @@ error: it is an abstention, counted, that leaves the prior order in place.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from superb.llm.types import ChatRequest, Completion
 from superb.transformers.aggregation import AllPairs, MergeSort, strategy as make_strategy
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
-from superb.transformers.options import boolean, one_of, Opt, read_options
 from superb.llm.comparator import PairwiseComparator, PromptTemplate
-from superb.llm.text import ProductText
+from superb.options import Flag, OneOf, TopK
+from superb.transformers.base import Candidates, Reranker, Text, scores_from_order
 
 DEFAULT_TEMPLATE = "pairwise_compare"
+STRATEGIES = ("allpairs", "sort")
 
 
 
-OPTIONS: dict[str, Opt] = {
-    **COMMON_OPTIONS,
-    "top_k": Opt(10, COMMON_OPTIONS["top_k"].parse),
-    "strategy": Opt("allpairs", one_of("allpairs", "sort")),
-    "allow_neither": Opt(False, boolean),
-    "both_orders": Opt(False, boolean),
-}
 
 
 class _Counted:
@@ -53,8 +46,8 @@ class PairwiseReranker(Reranker):
 
     type_name = "pairwise"
 
-    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 10,
-                 strategy: str = "allpairs", allow_neither: bool = False, both_orders: bool = False,
+    def __init__(self, llm: Any = None, *, text: Text = None, top_k: TopK = 10,
+                 strategy: OneOf(*STRATEGIES) = "allpairs", allow_neither: Flag = False, both_orders: Flag = False,
                  template: str | PromptTemplate = DEFAULT_TEMPLATE, answer_tokens: int = 8, tag: str = ""):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
         self.strategy: AllPairs | MergeSort = make_strategy(strategy)
@@ -67,12 +60,6 @@ class PairwiseReranker(Reranker):
         c = self.comparator
         return (f"PairwiseReranker(top_k={self.top_k}, strategy={self.strategy.name!r}, "
                 f"allow_neither={c.allow_neither}, both_orders={c.both_orders}, text={self.text!r})")
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "PairwiseReranker":
-        opts = read_options(options, path, OPTIONS)
-        return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                   strategy=opts["strategy"], allow_neither=opts["allow_neither"], both_orders=opts["both_orders"])
 
     async def score(self, cands: Candidates) -> Sequence[float]:
         docs = cands.texts

@@ -32,11 +32,10 @@ from typing import Any, Mapping, Sequence
 
 from superb.errors import SpecError
 from superb.llm.preference import DEFAULT_TEMPLATE, PairwisePreference
-from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.base import (COMMON_OPTIONS, Candidates, Reranker, default_template, product_text, require_llm,
-                                      scores_from_order)
-from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error, template_name
+from superb.options import Flag, OneOf, PositiveInt, TopK
+from superb.llm.prompts import TemplateName
+from superb.transformers.base import Candidates, Reranker, Text, default_template, scores_from_order, text_dataset
 from superb.transformers.selection import BubbleTopK, PairHeapTopK, PairMergeSort, SoftAllPairs
 
 STRATEGIES = ("allpairs", "sliding", "sort", "heap")
@@ -74,16 +73,17 @@ class PairwiseProbReranker(Reranker):
     Score: ``"allpairs"``: the soft win count (sum over opponents of p(i over j)), a strength; ``"sliding"`` and
     ``"sort"``: only an order (n - position). Score column: ``pairwise_prob_score`` (``<stage>_score`` when the spec
     names the stage). Options: ``strategy``, ``passes`` (``"sliding"`` only), ``select`` (``"heap"`` only), ``template``, ``both_orders`` and the common options
-    (``top_k``, ``fields``, the product-text budget, ``guard``: base.COMMON_OPTIONS).
+    (``top_k``, ``fields``, the product-text budget, ``guard``: the base's and ProductText's constructors).
     """
 
     type_name = "pairwise_prob"
 
-    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,
-                 strategy: str = "allpairs", passes: int = 10, select: int = 10, both_orders: bool = True,
-                 template: Any = DEFAULT_TEMPLATE, tag: str = ""):
+    def __init__(self, llm: Any = None, *, text: Text = None, top_k: TopK = 20,
+                 strategy: OneOf(*STRATEGIES) = "allpairs", passes: PositiveInt = 10, select: PositiveInt = 10,
+                 both_orders: Flag = True, template: TemplateName = None, tag: str = ""):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
         self.strategy = pair_strategy(strategy, passes, select)
+        template = template or default_template(DEFAULT_TEMPLATE, text_dataset(text))
         self.preference = PairwisePreference(Counted(self), template, both_orders=both_orders, fields=("text",),
                                              max_chars=10**6, tag=self.tag)
 
@@ -92,23 +92,11 @@ class PairwiseProbReranker(Reranker):
                 f"both_orders={self.preference.both_orders}, text={self.text!r})")
 
     @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "PairwiseProbReranker":
-        schema = {**COMMON_OPTIONS, "strategy": Opt("allpairs", one_of(*STRATEGIES)), "passes": Opt(10, positive_int),
-                  "select": Opt(10, positive_int),
-                  "both_orders": Opt(True, boolean), "template": Opt(None, template_name)}
-        opts = read_options(options, path, schema)
-        template = opts["template"] or default_template(DEFAULT_TEMPLATE, context, path)
-        if "passes" in options and opts["strategy"] != "sliding":
+    def check_options(cls, opts: dict[str, Any], path: str, given: Mapping[str, Any]) -> None:
+        if "passes" in given and opts["strategy"] != "sliding":
             raise SpecError(f"{path}.passes", f"only applies to strategy \"sliding\"; strategy is {opts['strategy']!r}")
-        if "select" in options and opts["strategy"] != "heap":
+        if "select" in given and opts["strategy"] != "heap":
             raise SpecError(f"{path}.select", f"only applies to strategy \"heap\"; strategy is {opts['strategy']!r}")
-        try:
-            return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       strategy=opts["strategy"], passes=opts["passes"], select=opts["select"],
-                       both_orders=opts["both_orders"],
-                       template=template, tag=path)
-        except ValueError as e:
-            raise spec_error(path, e) from e
 
     async def score(self, cands: Candidates) -> Sequence[float]:
         pref, texts, n = self.preference, cands.texts, len(cands)

@@ -31,12 +31,11 @@ alone.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping
+from typing import Annotated, Any
 
 from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
-from superb.transformers.base import (BLEND_OPTIONS, COMMON_OPTIONS, Candidates, Reranker, default_template,
-                                      product_text, require_llm)
-from superb.transformers.options import one_of, Opt, positive_int, read_options, spec_error
+from superb.options import OneOf, PositiveInt, UnitFloat, one_of
+from superb.transformers.base import Candidates, Reranker, default_template, text_dataset
 from superb.llm.parsing import (
     LABEL_TOKENS,
     YES_NO_TOKENS,
@@ -62,17 +61,18 @@ class PointwiseReranker(Reranker):
     top_k is ordered by its blend with the min-max normalised first-stage score (module docstring), the column keeps
     the raw score (the blend: ``pointwise_blend_score``). Options: ``variant``, ``template``, ``alpha``,
     ``max_new_tokens`` (generation length) and the common options (``top_k``, ``fields``, the product-text budget,
-    ``guard``: base.COMMON_OPTIONS).
+    ``guard``: the base's and ProductText's constructors).
     """
 
     type_name = "pointwise"
 
-    def __init__(self, llm: Any, *, variant: str = "best", template: str | None = None, alpha: float = 1.0,
-                 max_new_tokens: int = LABEL_MAX_TOKENS, **kw: Any):
+    def __init__(self, llm: Any, *, variant: OneOf(*VARIANTS) = "best",
+                 template: Annotated[str | None, one_of(*TEMPLATES["best"], *TEMPLATES["yesno"])] = None,
+                 alpha: UnitFloat = 1.0, max_new_tokens: PositiveInt = LABEL_MAX_TOKENS, **kw: Any):
         super().__init__(llm, alpha=alpha, **kw)
         if variant not in VARIANTS:
             raise ValueError(f"PointwiseReranker: variant must be one of {list(VARIANTS)}, got {variant!r}")
-        template = template or TEMPLATES[variant][0]
+        template = template or default_template(TEMPLATES[variant][0], text_dataset(self.text))
         if template not in TEMPLATES[variant] and not template.startswith(f"pointwise_{variant}"):
             raise ValueError(f"PointwiseReranker: template {template!r} does not answer variant {variant!r}; "
                              f"use one of {list(TEMPLATES[variant])} (or a pointwise_{variant}* template of your own)")
@@ -85,24 +85,6 @@ class PointwiseReranker(Reranker):
     def __repr__(self) -> str:
         return (f"PointwiseReranker(variant={self.variant!r}, template={self.template.id!r}, alpha={self.alpha}, "
                 f"top_k={self.top_k}, text={self.text!r})")
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "PointwiseReranker":
-        schema = dict(COMMON_OPTIONS)
-        schema.update(
-            variant=Opt("best", one_of(*VARIANTS)),
-            template=Opt(None, one_of(*TEMPLATES["best"], *TEMPLATES["yesno"])),
-            **BLEND_OPTIONS,
-            max_new_tokens=Opt(LABEL_MAX_TOKENS, positive_int),
-        )
-        opts = read_options(options, path, schema)
-        template = opts["template"] or default_template(TEMPLATES[opts["variant"]][0], context, path)
-        try:
-            return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       variant=opts["variant"], template=template, alpha=opts["alpha"],
-                       max_new_tokens=opts["max_new_tokens"], tag=path)
-        except ValueError as e:
-            raise spec_error(path, e) from e
 
     def request(self, query: str, product: str) -> ChatRequest:
         prompt = self.template.render(query=query, product=product)

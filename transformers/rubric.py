@@ -19,14 +19,15 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from superb.llm.rubric_parsing import DEFAULT_RUBRICS, Rubric, parse_rubric_scores, parse_rubrics, parse_selection
 from superb.llm.types import ChatRequest
-from superb.transformers.base import COMMON_OPTIONS, Candidates, Reranker, product_text, require_llm, scores_from_order
-from superb.transformers.options import Opt, positive_int, read_options
-from superb.llm.comparator import AsyncLLM, PromptTemplate, load_template
-from superb.llm.text import ProductText, clean
+from superb.llm.comparator import AsyncLLM, PromptTemplate
+from superb.llm.prompts import load_template
+from superb.llm.text import clean
+from superb.options import PositiveInt, TopK
+from superb.transformers.base import Candidates, Reranker, Text, scores_from_order
 
 
 def rubric_reward(weights: Sequence[float], scores: Sequence[float]) -> float:
@@ -90,7 +91,6 @@ class RubricReward:
         return a, b
 
 
-OPTIONS: dict[str, Opt] = {**COMMON_OPTIONS, "m": Opt(10, positive_int)}
 
 
 class RubricReranker(Reranker):
@@ -102,7 +102,7 @@ class RubricReranker(Reranker):
 
     type_name = "rubric"
 
-    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20, m: int = 10,
+    def __init__(self, llm: Any = None, *, text: Text = None, top_k: TopK = 20, m: PositiveInt = 10,
                  rubric_template: str | PromptTemplate = "rubric_generate",
                  select_template: str | PromptTemplate = "rubric_select", rubric_tokens: int = 400, tag: str = ""):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
@@ -115,12 +115,6 @@ class RubricReranker(Reranker):
 
     def __repr__(self) -> str:
         return f"RubricReranker(top_k={self.top_k}, m={self.m}, text={self.text!r})"
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "RubricReranker":
-        opts = read_options(options, path, OPTIONS)
-        return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                   m=opts["m"])
 
     async def rubrics(self, query: str) -> list[Rubric]:
         prompt = self.rubric_template.render(query=query, meta=_rubric_lines(DEFAULT_RUBRICS))

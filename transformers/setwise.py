@@ -28,15 +28,14 @@ the top logprobs (``fallback_no_label``), a failed call (``fallback_failed_call`
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from superb.llm.parsing import LETTERS
 from superb.llm.preference import Choice, count_choice, read_choice
-from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest
-from superb.transformers.base import (COMMON_OPTIONS, Candidates, Reranker, default_template, product_text, require_llm,
-                                      scores_from_order)
-from superb.transformers.options import boolean, one_of, Opt, positive_int, read_options, spec_error, template_name
+from superb.options import Flag, OneOf, PositiveInt, TopK
+from superb.llm.prompts import TemplateName
+from superb.transformers.base import Candidates, Reranker, Text, default_template, scores_from_order, text_dataset
 from superb.transformers.position_prior import PositionPrior
 from superb.transformers.selection import BubbleTopK, HeapTopK
 
@@ -59,14 +58,14 @@ class SetwiseReranker(Reranker):
     Score: only an order (n - position; the products below ``select`` keep their prior order), in ``setwise_score``
     (``<stage>_score`` when the spec names the stage). Options: ``strategy`` ("heap" | "bubble"), ``set_size``,
     ``select``, ``debias``, ``calibrate`` and the common options (``top_k``, ``fields``, the product-text budget,
-    ``guard``: base.COMMON_OPTIONS).
+    ``guard``: the base's and ProductText's constructors).
     """
 
     type_name = "setwise"
 
-    def __init__(self, llm: Any = None, *, text: ProductText | None = None, top_k: int | None = 20,
-                 strategy: str = "heap", set_size: int = 3, select: int = 10, debias: bool = False,
-                 calibrate: bool = False, template: str = DEFAULT_TEMPLATE, tag: str = ""):
+    def __init__(self, llm: Any = None, *, text: Text = None, top_k: TopK = 20, strategy: OneOf(*STRATEGIES) = "heap",
+                 set_size: PositiveInt = 3, select: PositiveInt = 10, debias: Flag = False, calibrate: Flag = False,
+                 template: TemplateName = None, tag: str = ""):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
         if not 2 <= set_size <= len(LETTERS):
             raise ValueError(f"SetwiseReranker: set_size must be between 2 and {len(LETTERS)} (single-letter labels), "
@@ -79,27 +78,13 @@ class SetwiseReranker(Reranker):
             raise ValueError(f"SetwiseReranker: unknown strategy {strategy!r}; allowed: {list(STRATEGIES)}")
         from superb.llm.prompts import load_template
 
-        self.template = load_template(template)
+        self.template = load_template(template or default_template(DEFAULT_TEMPLATE, text_dataset(text)))
         self.debias = bool(debias)
         self.prior = PositionPrior(lambda query, texts, tag: self.request(query, texts)) if calibrate else None
 
     def __repr__(self) -> str:
         return (f"SetwiseReranker(top_k={self.top_k}, strategy={self.strategy!r}, debias={self.debias}, "
                 f"calibrate={self.prior is not None})")
-
-    @classmethod
-    def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "SetwiseReranker":
-        schema = {**COMMON_OPTIONS, "strategy": Opt("heap", one_of(*STRATEGIES)), "set_size": Opt(3, positive_int),
-                  "select": Opt(10, positive_int), "debias": Opt(False, boolean), "calibrate": Opt(False, boolean),
-                  "template": Opt(None, template_name)}
-        opts = read_options(options, path, schema)
-        template = opts["template"] or default_template(DEFAULT_TEMPLATE, context, path)
-        try:
-            return cls(require_llm(context, path), text=product_text(opts, context, path), top_k=opts["top_k"],
-                       strategy=opts["strategy"], set_size=opts["set_size"], select=opts["select"],
-                       debias=opts["debias"], calibrate=opts["calibrate"], template=template, tag=path)
-        except ValueError as e:
-            raise spec_error(path, e) from e
 
     def request(self, query: str, texts: Sequence[str]) -> ChatRequest:
         """The label request showing ``texts`` as Product A, B, ... in this order."""

@@ -12,11 +12,11 @@ window). ``passes`` repeats the sweep. The window ranker is the listwise one (``
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 from superb.errors import SpecError
 from superb.transformers.base import Candidates, scores_from_order
-from superb.transformers.options import Opt, positive_int
+from superb.options import PositiveInt, TopK
 from superb.transformers.listwise import ListwiseReranker, check_calibrate
 
 
@@ -35,13 +35,13 @@ class SlidingWindowReranker(ListwiseReranker):
 
     Score: only an order (n - final position), in ``sliding_score`` (``<stage>_score`` when the spec names the
     stage). Options: ``window``, ``step``, ``passes`` and the listwise ones (``method``, ``shuffles``, ``seed``,
-    ``calibrate``, common options (``top_k``, ``fields``, the product-text budget, ``guard``: base.COMMON_OPTIONS)).
+    ``calibrate``, common options (``top_k``, ``fields``, the product-text budget, ``guard``: the base's and ProductText's constructors)).
     """
 
     type_name = "sliding"
 
-    def __init__(self, llm: Any, *, window: int = 20, step: int = 10, passes: int = 1, top_k: int | None = 100,
-                 **kw: Any):
+    def __init__(self, llm: Any, *, window: PositiveInt = 20, step: PositiveInt = 10, passes: PositiveInt = 1,
+                 top_k: TopK = 100, **kw: Any):
         if window < 2:
             raise ValueError(f"SlidingWindowReranker: window must be >= 2, got {window}")
         if not 1 <= step <= window:
@@ -60,14 +60,7 @@ class SlidingWindowReranker(ListwiseReranker):
                 f"passes={self.passes}, top_k={self.top_k}, text={self.text!r})")
 
     @classmethod
-    def spec_schema(cls, context: Any = None) -> dict[str, Opt]:
-        schema = super().spec_schema(context)
-        schema.update(top_k=Opt(100, positive_int), window=Opt(20, positive_int), step=Opt(10, positive_int),
-                      passes=Opt(1, positive_int))
-        return schema
-
-    @classmethod
-    def check_options(cls, opts: dict[str, Any], path: str) -> None:
+    def check_options(cls, opts: dict[str, Any], path: str, given: Mapping[str, Any]) -> None:
         if opts["window"] < 2:
             raise SpecError(f"{path}.window", f"must be >= 2, got {opts['window']}")
         if opts["step"] > opts["window"]:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from superb.data.fetch import sha256_file
 from superb.errors import DataError, SpecError, utf8_error  # noqa: F401 - utf8_error: superb.data.base.utf8_error, as before
+from superb.options import check_keys
 
 log = logging.getLogger(__name__)
 
@@ -255,8 +256,6 @@ def sorted_query_ids(queries: Iterable[str], prefix: str = "q") -> dict[str, str
 
 def check_options(config: Mapping[str, Any], allowed: Iterable[str], path: str) -> None:
     """Reject unknown keys of a loader's config table, naming the key path and the allowed keys."""
-    from superb.spec import check_keys
-
     check_keys(config, path, optional=allowed, what=f"option for data set {config.get('name')!r}")
 
 

@@ -12,8 +12,10 @@ Modules (import what you need; nothing heavy is imported here):
   pair_agreement  do two label sets find the same significantly different pairs of systems?
   from_cache      the calibration study from the LLM response cache alone (`python -m superb.judges.from_cache`)
   benchmark       build a SUPERB-style benchmark folder (superlative rewrites, pooled, LLM-labelled); [benchmark] specs
-  fill, fill_inputs   `superb judge --fill results/NAME`: LLM labels for a folder's unjudged products
-  spec, run, report, cli   `superb judge SPEC` (results/NAME/ with agreement tables and confusion heatmaps)
+  ideal_step      the ideal-attributes step both deliberated judges put first (its options and request, once)
+  agreement_report  the agreement tables of a judge run as markdown
 
   studies/        one module per study, named for it (see superb.judges.studies)
+  fill/           `superb judge --fill results/NAME`: LLM labels for a folder's unjudged products (label, write, inputs)
+  commands/       `superb judge SPEC`: the spec, the run writing results/NAME/, the CLI
 """

@@ -33,7 +33,8 @@ from typing import Any
 
 import pandas as pd
 
-from superb.judges.judge import build_judge, load_template, run_all
+from superb.judges.judge import build_judge, run_all
+from superb.llm.prompts import load_template
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
 from superb.llm.types import ChatRequest
 

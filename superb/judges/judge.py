@@ -17,7 +17,7 @@ unless configured), status "default"/"failed", and is counted in ``stats`` ("unp
 "default_labels"); the share of such labels is part of every agreement report.
 
 From a spec: ``build_judge({type, ...})`` reads the table against ``SCHEMAS[type]`` with the rerankers' typed readers
-(superb.transformers.options): ``fields``, ``text_tokens`` (the product-text budget; ``max_tokens`` is refused with
+(superb.options): ``fields``, ``text_tokens`` (the product-text budget; ``max_tokens`` is refused with
 the new name), ``default_label``, ``template`` and the type's own options, each error naming ``judge.KEY``.
 """
 
@@ -35,20 +35,13 @@ import pandas as pd
 from superb.errors import SpecError
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
+from superb.judges.ideal_step import IdealFirst
 from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
 from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, studies.pairwise import run_all here)
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.options import (Opt, boolean, construct, non_negative_int, positive_int, read_options,
-                                         str_list, template_name)
-
-
-def load_template(name_or_template: Any):
-    """A template object (anything with ``render`` and ``id``) or the name of one under superb/llm/prompts/."""
-    if not isinstance(name_or_template, str):
-        return name_or_template
-    from superb.llm.prompts import load_template as _load
-
-    return _load(name_or_template)
+from superb.llm.prompts import TemplateRef, load_template
+from superb.options import (FieldNames, Flag, NonNegativeInt, Opt, PositiveInt, constructor_options, construct,
+                            read_options)
 
 
 class Judge:
@@ -56,13 +49,13 @@ class Judge:
 
     kind = "base"
 
-    def __init__(self, llm: Any, dataset: Any, *, fields: Sequence[str] = ("title",), text_tokens: int = 64,
-                 labels: Sequence[int] | None = None, default_label: int = 0, tag: str | None = None):
+    def __init__(self, llm: Any, dataset: Any, *, fields: FieldNames = ("title",), text_tokens: PositiveInt = 64,
+                 labels: Sequence[int] | None = None, default_label: NonNegativeInt = 0, tag: str | None = None):
         from superb.llm.text import ProductText
 
         self.llm = llm
         self.dataset = dataset
-        self.text = ProductText(dataset, fields=fields, max_tokens=text_tokens)
+        self.text = ProductText(dataset, fields=fields, text_tokens=text_tokens)
         # the scale of the prompts (SUPERB's 0..3), not the data set's: a judge answers what its template asks
         self.labels = tuple(int(x) for x in (labels or (0, 1, 2, 3)))
         if default_label not in self.labels:
@@ -130,7 +123,7 @@ class Judge:
 class PointwiseJudge(Judge):
     kind = "pointwise"
 
-    def __init__(self, llm: Any, dataset: Any, *, template: Any = "pointwise_best_product", **kw: Any):
+    def __init__(self, llm: Any, dataset: Any, *, template: TemplateRef = "pointwise_best_product", **kw: Any):
         super().__init__(llm, dataset, **kw)
         self.template = load_template(template)
 
@@ -145,7 +138,7 @@ class PointwiseJudge(Judge):
         return list(await asyncio.gather(*(self._one(qid, query, d) for d in docnos)))
 
 
-class DeliberatedJudge(PointwiseJudge):
+class DeliberatedJudge(IdealFirst, PointwiseJudge):
     """Ideal attributes first (one call per query, kept in ``ideals``), then one grading call per product. The
     attribute request and text are superb.llm.ideal's, the same as the deliberated reranker's (one cached answer
     serves both). If the ideal call fails or comes back empty, grading goes on with ``ideal.NO_ATTRIBUTES`` and
@@ -153,21 +146,9 @@ class DeliberatedJudge(PointwiseJudge):
 
     kind = "deliberated"
 
-    def __init__(self, llm: Any, dataset: Any, *, template: Any = "deliberated_label",
-                 ideal_template: Any = ideal.TEMPLATE, ideal_max_tokens: int = ideal.MAX_TOKENS, **kw: Any):
-        super().__init__(llm, dataset, template=template, **kw)
-        self.ideal_template = load_template(ideal_template)
-        self.ideal_max_tokens = int(ideal_max_tokens)
-        self.ideals: dict[str, str] = {}
-
-    def template_ids(self) -> dict[str, str]:
-        return {"ideal": self.ideal_template.id, "grade": self.template.id}
-
     async def ideal(self, qid: str, query: str) -> str:
         self.stats["ideal_calls"] += 1
-        req = ideal.attributes_request(query, template=self.ideal_template, max_tokens=self.ideal_max_tokens,
-                                       tag=self.tag)
-        text = ideal.read(await self.llm.acomplete(req))
+        text = ideal.read(await self.llm.acomplete(self.ideal_request(query)))
         if text is None:
             self.stats["ideal_failed"] += 1
             text = ideal.NO_ATTRIBUTES
@@ -190,7 +171,8 @@ class ListwiseJudge(Judge):
 
     kind = "listwise"
 
-    def __init__(self, llm: Any, dataset: Any, *, template: Any = "judge_listwise", window: int = 10, **kw: Any):
+    def __init__(self, llm: Any, dataset: Any, *, template: TemplateRef = "judge_listwise", window: PositiveInt = 10,
+                 **kw: Any):
         super().__init__(llm, dataset, **kw)
         if int(window) < 1:
             raise ValueError(f"window must be >= 1, got {window!r}")
@@ -231,8 +213,9 @@ class PairwiseJudge(Judge):
 
     kind = "pairwise"
 
-    def __init__(self, llm: Any, dataset: Any, *, template: Any = "pairwise_compare", allow_neither: bool = False,
-                 both_orders: bool = False, opponents: int = 4, max_pairs: int = 45, seed: int = 0, **kw: Any):
+    def __init__(self, llm: Any, dataset: Any, *, template: TemplateRef = "pairwise_compare", allow_neither: Flag = False,
+                 both_orders: Flag = False, opponents: PositiveInt = 4, max_pairs: PositiveInt = 45,
+                 seed: NonNegativeInt = 0, **kw: Any):
         super().__init__(llm, dataset, **kw)
         from superb.llm.comparator import PairwiseComparator
 
@@ -292,20 +275,9 @@ class PairwiseJudge(Judge):
 
 
 JUDGES = {c.kind: c for c in (PointwiseJudge, DeliberatedJudge, ListwiseJudge, PairwiseJudge)}
-# The spec options of each judge type, {name: Opt(default, parser)}; the defaults are the constructors' (a test
-# compares them). ``text_tokens`` is the product-text budget (it was ``max_tokens``, now refused with the new name).
-_SHARED = {"fields": Opt(("title",), str_list), "text_tokens": Opt(64, positive_int),
-           "default_label": Opt(0, non_negative_int)}
-SCHEMAS: dict[str, dict[str, Opt]] = {
-    "pointwise": {**_SHARED, "template": Opt("pointwise_best_product", template_name)},
-    "deliberated": {**_SHARED, "template": Opt("deliberated_label", template_name),
-                    "ideal_template": Opt(ideal.TEMPLATE, template_name),
-                    "ideal_max_tokens": Opt(ideal.MAX_TOKENS, positive_int)},
-    "listwise": {**_SHARED, "template": Opt("judge_listwise", template_name), "window": Opt(10, positive_int)},
-    "pairwise": {**_SHARED, "template": Opt("pairwise_compare", template_name), "allow_neither": Opt(False, boolean),
-                 "both_orders": Opt(False, boolean), "opponents": Opt(4, positive_int),
-                 "max_pairs": Opt(45, positive_int), "seed": Opt(0, non_negative_int)},
-}
+# The spec options of each judge type, read from its constructor (superb.options.constructor_options): a name, a
+# default and a type are declared once. ``text_tokens`` is the product-text budget (``max_tokens`` is refused with it).
+SCHEMAS: dict[str, dict[str, Opt]] = {kind: constructor_options(cls) for kind, cls in JUDGES.items()}
 
 
 def query_groups(pool: pd.DataFrame, who: str, stats: Counter) -> list[tuple[str, str, list[str]]]:
@@ -326,7 +298,7 @@ def query_groups(pool: pd.DataFrame, who: str, stats: Counter) -> list[tuple[str
 
 def read_judge_options(options: Any, path: str = "judge") -> tuple[str, dict[str, Any]]:
     """(type, constructor keywords) of a spec table ``{type, ...}`` read against ``SCHEMAS[type]``
-    (superb.transformers.options): unknown keys, renamed keys and wrong types raise SpecError naming ``path.key``.
+    (superb.options): unknown keys, renamed keys and wrong types raise SpecError naming ``path.key``.
     Needs no data set or model, so a judge spec is checked when it is read."""
     if not isinstance(options, Mapping):
         raise SpecError(path, f"expected a table, found {type(options).__name__}")

@@ -38,12 +38,14 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.judges.judge import load_template, progress_bar, query_groups, run_all
+from superb.judges.ideal_step import IdealFirst
+from superb.judges.judge import progress_bar, query_groups, run_all
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
 from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, parse_yes_no
 from superb.llm.types import ChatRequest, Completion
-from superb.transformers.options import Opt, construct, one_of, positive_int, read_options, str_list, template_name
+from superb.options import FieldNames, Opt, PositiveInt, constructor_options, construct, one_of, read_options
+from superb.llm.prompts import TemplateRef, load_template, template_name
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
 STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING)
@@ -117,8 +119,8 @@ class ScoringJudge:
 
     kind = "pointwise"
 
-    def __init__(self, llm: Any, dataset: Any, *, template: Any, reading: Any = None,
-                 fields: Sequence[str] = ("title",), text_tokens: int = 64, name: str | None = None,
+    def __init__(self, llm: Any, dataset: Any, *, template: TemplateRef, reading: Any = None,
+                 fields: FieldNames = ("title",), text_tokens: PositiveInt = 64, name: str | None = None,
                  tag: str | None = None):
         from superb.llm.text import ProductText
 
@@ -126,7 +128,7 @@ class ScoringJudge:
         self.dataset = dataset
         self.template = load_template(template)
         self.reading = reading if reading is not None else ExpectedGrade()
-        self.text = ProductText(dataset, fields=fields, max_tokens=text_tokens)
+        self.text = ProductText(dataset, fields=fields, text_tokens=text_tokens)
         self.name = name or self.template.name
         self.tag = tag or f"judge:{self.name}"
         self.stats: Counter[str] = Counter()
@@ -180,7 +182,7 @@ class ScoringJudge:
         return scores_frame(self.score_records(pool))
 
 
-class DeliberatedScoringJudge(ScoringJudge):
+class DeliberatedScoringJudge(IdealFirst, ScoringJudge):
     """Ideal attributes first (superb.llm.ideal; once per query text, kept in ``ideals`` by qid), then one label
     request per product with the attributes before the product (template ``deliberated_label``), the deliberated
     reranker's requests exactly. A failed or empty attribute answer: grading uses ``ideal.NO_ATTRIBUTES``, counted in
@@ -188,21 +190,10 @@ class DeliberatedScoringJudge(ScoringJudge):
 
     kind = "deliberated"
 
-    def __init__(self, llm: Any, dataset: Any, *, template: Any = "deliberated_label",
-                 ideal_template: Any = ideal.TEMPLATE, ideal_max_tokens: int = ideal.MAX_TOKENS, **kw: Any):
-        super().__init__(llm, dataset, template=template, **kw)
-        self.ideal_template = load_template(ideal_template)
-        self.ideal_max_tokens = int(ideal_max_tokens)
-        self.ideals: dict[str, str] = {}  # qid -> the attribute text its products were graded against
+    def __init__(self, *args: Any, **kw: Any):
+        super().__init__(*args, **kw)
         self._texts: dict[str, str] = {}  # query text -> attribute text
         self._pending: dict[str, asyncio.Future] = {}
-
-    def template_ids(self) -> dict[str, str]:
-        return {"ideal": self.ideal_template.id, "grade": self.template.id}
-
-    def ideal_request(self, query: str) -> ChatRequest:
-        return ideal.attributes_request(query, template=self.ideal_template, max_tokens=self.ideal_max_tokens,
-                                        tag=self.tag)
 
     async def attributes(self, query: str) -> str:
         """The attribute text of ``query``: one call per distinct query text, shared by concurrent callers."""
@@ -245,23 +236,18 @@ PRESETS: dict[str, dict[str, str]] = {
     "deliberated": {"type": "deliberated", "template": "deliberated_label", "reading": "expected_grade"},
 }
 _TYPES = {"pointwise": ScoringJudge, "deliberated": DeliberatedScoringJudge}
-# The spec options of each scoring judge type, {name: Opt(default, parser)}; the defaults are the constructors' (a
-# test compares them). ``template`` has none: a preset or the table names it. ``text_tokens`` is the product-text
-# budget (it was ``max_tokens``, now refused with the new name).
-_SHARED = {"preset": Opt(None, one_of(*PRESETS)), "template": Opt(None, template_name),
-           "reading": Opt("expected_grade", one_of(*READINGS)), "fields": Opt(("title",), str_list),
-           "text_tokens": Opt(64, positive_int)}
+# The spec options of each scoring judge type: its constructor's (superb.options.constructor_options), plus what a
+# spec names instead of an object: a ``preset`` (PRESETS) and the ``reading``'s name (READINGS); ``template`` may come
+# from the preset, so the table need not give it (checked below). ``max_tokens`` is refused with ``text_tokens``.
+SPEC_ONLY = {"preset": Opt(None, one_of(*PRESETS)), "reading": Opt("expected_grade", one_of(*READINGS))}
 SCHEMAS: dict[str, dict[str, Opt]] = {
-    "pointwise": _SHARED,
-    "deliberated": {**_SHARED, "ideal_template": Opt(ideal.TEMPLATE, template_name),
-                    "ideal_max_tokens": Opt(ideal.MAX_TOKENS, positive_int)},
-}
+    kind: {**SPEC_ONLY, **constructor_options(cls), "template": Opt(None, template_name)} for kind, cls in _TYPES.items()}
 
 
 def read_scoring_options(options: str | Mapping[str, Any], path: str = "judge") -> tuple[str, str | None, dict]:
     """(type, preset, constructor keywords but the reading's name) of a preset name (PRESETS) or a table {preset?,
     type, template, reading, fields, text_tokens, ideal_template, ideal_max_tokens} (a preset's keys first, the
-    table's over them), read against ``SCHEMAS[type]`` (superb.transformers.options): unknown names and keys,
+    table's over them), read against ``SCHEMAS[type]`` (superb.options): unknown names and keys,
     renamed keys and wrong types raise SpecError naming ``path.key``. Needs no data set or model."""
     if isinstance(options, str):
         options = {"preset": options}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
 from superb.llm.text import clean
+from superb.llm.prompts import load_template
 from superb.llm.types import ChatRequest, Completion
 
 LHS, RHS, NEITHER = "LHS", "RHS", "NEITHER"
@@ -110,15 +111,6 @@ class PairDecision:
     raw: tuple[str, ...]
     agreed: bool
     flags: frozenset[str] = field(default_factory=frozenset)
-
-
-def load_template(template: "str | PromptTemplate") -> "PromptTemplate":
-    """A template object from a name in superb/llm/prompts (or the object itself)."""
-    if isinstance(template, str):
-        from superb.llm.prompts import load_template as load
-
-        return load(template)
-    return template
 
 
 class PairwiseComparator:

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from superb.errors import LLMError, SpecError
+from superb.options import check_keys
 
 CACHE_MODES = ("normal", "read-only", "refresh", "off")
 FAILURE_POLICIES = ("record", "fail")
@@ -101,8 +102,6 @@ class LLMConfig:
     @classmethod
     def from_spec(cls, table: dict[str, Any] | None, path: str = "llm") -> "LLMConfig":
         """Build from a spec's ``[llm]`` table; unknown keys and bad values raise SpecError naming ``path.key``."""
-        from superb.spec import check_keys
-
         table = check_keys(table or {}, path, optional=cls.allowed_keys())
         if "base_urls" in table:
             urls = table["base_urls"]

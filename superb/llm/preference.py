@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
-from superb.llm.comparator import load_template
+from superb.llm.prompts import load_template
 from superb.llm.parsing import LETTERS, first_letter_distribution, parse_letter
 from superb.llm.text import clean
 from superb.llm.types import ChatRequest, Completion

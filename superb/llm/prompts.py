@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from superb.errors import SpecError
 
 PROMPT_DIR = Path(__file__).with_name("prompts")
 _NAME = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -77,11 +79,26 @@ def available() -> list[str]:
     return sorted(p.stem for p in PROMPT_DIR.glob("*.j2"))
 
 
-def load_template(name: str) -> Template:
-    """The template superb/llm/prompts/NAME.j2 (re-read each call, so an edited file gets a new fingerprint)."""
+def load_template(name: Any) -> Any:
+    """The template superb/llm/prompts/NAME.j2 (re-read each call, so an edited file gets a new fingerprint); a
+    template object (anything that is not a string: it has ``render`` and ``id``) is returned as it is."""
+    if not isinstance(name, str) and name is not None:
+        return name
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"template name {name!r} is not a plain file stem; available: {', '.join(available())}")
     path = PROMPT_DIR / f"{name}.j2"
     if not path.is_file():
         raise FileNotFoundError(f"no prompt template {name!r} ({path}); available: {', '.join(available())}")
     return Template(name=name, source=path.read_text(encoding="utf-8"), path=path)
+
+
+def template_name(value: Any, path: str) -> str:
+    """A spec option's parser (superb.options): the name of a prompt template under superb/llm/prompts/."""
+    names = available()
+    if not isinstance(value, str) or value not in names:
+        raise SpecError(path, f"expected the name of a prompt template, one of {names}, got {value!r}")
+    return value
+
+
+TemplateName = Annotated[str | None, template_name]  # None: the stage's default for its data set
+TemplateRef = Annotated[Any, template_name]  # a template's name in a spec; from Python also a template object

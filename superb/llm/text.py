@@ -1,6 +1,6 @@
 """Product text for prompts: chosen fields of a product, whitespace-collapsed and cut to a token budget.
 
-``ProductText(dataset, fields=("title",), max_tokens=64)`` reads ``dataset.doc(docno)`` (a dict of fields) and renders
+``ProductText(dataset, fields=("title",), text_tokens=64)`` reads ``dataset.doc(docno)`` (a dict of fields) and renders
 one line of text per product. Token counts are estimated as characters / 4 (no tokenizer is loaded; the estimate
 is about right for English product text with Qwen/GPT tokenizers). Everything that is missing, cut or neutralised is
 counted into the ``stats`` counter the caller passes in.
@@ -40,9 +40,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any
 
 from superb.errors import SpecError
+from superb.options import FieldNames, Flag, PositiveInt
 
 CHARS_PER_TOKEN = 4  # the token estimate used for text budgets (documented above)
 _WS = re.compile(r"\s+")
@@ -189,15 +190,16 @@ class ProductText:
     with " | ". The budget applies to the whole rendered text. Rendered texts are memoised per docno.
     """
 
-    def __init__(self, dataset: Any, fields: Iterable[str] = ("title",), max_tokens: int = 64, guard: bool = False):
+    def __init__(self, dataset: Any, *, fields: FieldNames = None, text_tokens: PositiveInt = 64, guard: Flag = False):
         self.dataset = dataset
         self.guard = bool(guard)
-        self.fields = tuple(fields)
+        # no fields named: the data set's prompt_fields (products: title; passages: text)
+        self.fields = tuple(fields) if fields is not None else tuple(getattr(dataset, "prompt_fields", ("title",)))
         if not self.fields:
             raise ValueError("ProductText: fields is empty; name at least one product field, e.g. fields=('title',)")
-        if int(max_tokens) < 1:
-            raise ValueError(f"ProductText: max_tokens must be >= 1, got {max_tokens!r}")
-        self.max_tokens = int(max_tokens)
+        if isinstance(text_tokens, bool) or int(text_tokens) < 1:
+            raise ValueError(f"ProductText: text_tokens must be >= 1, got {text_tokens!r}")
+        self.text_tokens = int(text_tokens)
         known = getattr(dataset, "fields", None)
         if known:
             unknown = [f for f in self.fields if f not in known]
@@ -207,7 +209,7 @@ class ProductText:
 
     def __repr__(self) -> str:
         extra = ", guard=True" if self.guard else ""
-        return f"ProductText(fields={self.fields!r}, max_tokens={self.max_tokens}{extra})"
+        return f"ProductText(fields={self.fields!r}, text_tokens={self.text_tokens}{extra})"
 
     def get(self, docno: str, stats: Counter | None = None) -> str:
         """The rendered text of ``docno``; counts text_missing_field / text_empty / text_truncated and
@@ -242,7 +244,7 @@ class ProductText:
         if not text:
             counts["text_empty"] += 1
             text = "(no text)"
-        text, cut = truncate(text, self.max_tokens)
+        text, cut = truncate(text, self.text_tokens)
         if cut:
             counts["text_truncated"] += 1
         return text, counts

@@ -8,5 +8,4 @@ of a judge spec that runs it and writes its files):
   calibration             cut points fitted on dev scores (exhaustive weighted-kappa search), fixed cuts, ensembles
   calibration_agreement   the dev-calibrated test agreement (vs the combined label and each rater, human ceiling)
   calibration_run         the scoring variants of a judge spec: calibrated on dev pairs, reported on test pairs
-  fill                    what `superb judge --fill` writes: the filled view, the label study, the merged responses
 """

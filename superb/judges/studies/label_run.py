@@ -31,7 +31,7 @@ import pandas as pd
 from superb.errors import DataError, SpecError
 from superb.judges.pair_agreement import markdown_cells, markdown_header
 from superb.judges.records import Judgment
-from superb.judges.spec import LabelStudySpec
+from superb.judges.commands.spec import LabelStudySpec
 
 
 def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_name: str

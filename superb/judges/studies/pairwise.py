@@ -29,7 +29,8 @@ import pandas as pd
 
 from superb.errors import DataError
 from superb.judges.agreement import pairwise_precision_recall
-from superb.judges.judge import load_template, run_all
+from superb.judges.judge import run_all
+from superb.llm.prompts import load_template
 
 PAIR_COLUMNS = ["pair", "qid", "query", "docno_a", "docno_b", "label_a", "label_b", "human"]
 TABLE_COLUMNS = ["fields", "choice", "orders", "asked", "decided", "agreed", "precision", "recall",

@@ -52,13 +52,13 @@ from superb.judges.judge import build_judge
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
 from superb.judges.agreement_report import (agreement_frame, aligned, ceiling_rows, confusion_heatmap, format_markdown,
                                   judge_rows)
-from superb.judges.spec import JudgeSpec
+from superb.judges.commands.spec import JudgeSpec
 from superb.llm.connect import open_for_spec
 from superb.provenance import write as write_provenance
 
 
 def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataFrame:
-    """qid, query, docno of the pairs to judge (see superb.judges.spec for the sources); per_query draws a seeded
+    """qid, query, docno of the pairs to judge (see superb.judges.commands.spec for the sources); per_query draws a seeded
     sample per query (generator seeded with pool.seed, queries in qid order, products in docno order)."""
     pool = spec.pool
     if pool.source == "first_stage":

@@ -2,8 +2,8 @@
 `superb judge --fill results/NAME`: label the unjudged products of a results folder with a calibrated judge and add
 the view "filled" to its table.
 
-The integrator's superb/cli.py calls :func:`register`. See superb.judges.spec for the spec shape,
-superb.judges.run for what is written to results/NAME/, and superb.judges.fill for the fill.
+The integrator's superb/cli.py calls :func:`register`. See superb.judges.commands.spec for the spec shape,
+superb.judges.commands.run for what is written to results/NAME/, and superb.judges.fill.label for the fill.
 
 Both forms take ``--dry-run`` (count the LLM calls the response cache cannot serve, per judge; nothing is called or
 written) and ``--from-cache`` (write the results from the cached answers alone, no model started: a partial report
@@ -66,9 +66,9 @@ def _cmd_judge(args) -> int:
         raise SuperbError(f"superb judge {args.spec}: {', '.join(stray)} only apply with --fill results/NAME (the "
                           "fill of a results folder); a judge spec sets its judges and pool in the spec itself: drop "
                           f"{'them' if len(stray) > 1 else 'it'}, or give --fill instead of the spec")
-    from superb.exit_codes import folder_usage, llm_exit_code
-    from superb.judges.run import run_judge_spec
-    from superb.judges.spec import load_judge_spec
+    from superb.llm.exit_code import folder_usage, llm_exit_code
+    from superb.judges.commands.run import run_judge_spec
+    from superb.judges.commands.spec import load_judge_spec
 
     spec = load_judge_spec(args.spec)
     out = args.out or Path(spec.output or Path("results") / spec.name)
@@ -93,8 +93,8 @@ def _cmd_judge(args) -> int:
 
 
 def _fill(args, mode: str) -> int:
-    from superb.judges.fill import fill
-    from superb.judges.fill_inputs import FillOptions
+    from superb.judges.fill.label import fill
+    from superb.judges.fill.inputs import FillOptions
 
     given = {name: getattr(args, name) for name in FILL_ONLY if getattr(args, name) is not None}
     options = FillOptions(**given)
@@ -109,7 +109,7 @@ def _fill(args, mode: str) -> int:
     print(result["sentence"])
     print((Path(result["folder"]) / "label_study.md").read_text(encoding="utf-8"))
     _page(Path(result["folder"]))
-    from superb.exit_codes import llm_exit_code
+    from superb.llm.exit_code import llm_exit_code
 
     return llm_exit_code(result["llm_spec"], result["usage"])
 

@@ -1,4 +1,4 @@
-"""What `superb judge --fill results/NAME` writes into the folder (superb.judges.fill labels the targets): the LLM
+"""What `superb judge --fill results/NAME` writes into the folder (superb.judges.fill.label labels the targets): the LLM
 qrels apart from the human ones, the table with the view "filled", the sentence on changed conclusions, the label
 study, the merged shipped responses and the provenance record.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from superb.judges.fill_inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE,
+from superb.judges.fill.inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE,
                                        Folder, FillOptions)
 from superb.provenance import record_code
 

@@ -1,6 +1,6 @@
 """What `superb judge --fill` reads and writes, below both of its modules: its options (FillOptions), the `superb run`
-results folder read back (Folder, filled by superb.judges.fill.read_folder) and the names of the files it writes.
-superb.judges.fill labels the targets and superb.judges.studies.fill writes the files; both import from here, so neither
+results folder read back (Folder, filled by superb.judges.fill.label.read_folder) and the names of the files it writes.
+superb.judges.fill.label labels the targets and superb.judges.fill.write writes the files; both import from here, so neither
 imports the other upward."""
 
 from __future__ import annotations

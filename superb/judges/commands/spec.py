@@ -96,7 +96,8 @@ from pathlib import Path
 from typing import Any
 
 from superb.errors import SpecError
-from superb.spec import check_keys, parse_queries, read_toml, typed
+from superb.options import check_keys, typed
+from superb.spec import parse_queries, read_toml
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -8,7 +8,7 @@ cache hit) and the folder's data set.
 
 The judge (``--judge``, default umbrela: not a reranker's default prompt; a judge that is the model of the LLM
 rerankers under test, or asks one of their prompts, is flagged as circular in table.md, views.md and the README
-section: superb.judges.studies.fill.circularity): a scoring preset (superb.judges.scoring.PRESETS) or an ensemble
+section: superb.judges.fill.write.circularity): a scoring preset (superb.judges.scoring.PRESETS) or an ensemble
 "a+b" of presets (mean of rank-normalised scores). Its cut points are fitted on the data set's DEV-split rated pairs
 (KappaCutSearch, linear-weighted kappa against the combined human label; the same fit as `superb judge`'s calibrated
 study, so with the same cache the same cut points; ``--dev-sample N``: a seeded sample of N dev queries instead),
@@ -16,7 +16,7 @@ then applied to the target pairs.
 
 Targets: every (query, product) in the top ``depth`` (default 10) of any system. ``scope = "all"`` (default) labels
 all of them, judged or not, so the LLM labels also form a complete LLM-only qrels set over those ranks (the label
-study: superb.judges.studies.fill); ``"unjudged"`` labels only products without a human label.
+study: superb.judges.fill.write); ``"unjudged"`` labels only products without a human label.
 
 Views: "filled" = the human qrels, plus the LLM label of every target pair WITHOUT a human label (human labels always
 win). A target pair the judge could not score (failed call; missing under --from-cache) gets no LLM label: it stays
@@ -36,7 +36,7 @@ it was):
                           <!-- views: superb judge --fill --> and <!-- end views --> (the section is replaced)
   label_study.md / .csv   Kendall's tau (query-bootstrap intervals) and the agreement on significantly different
                           pairs of systems (superb.judges.pair_agreement) under human vs LLM-only, same-pairs and
-                          filled labels (superb.judges.studies.fill); label_study_verdicts.csv: every verdict against
+                          filled labels (superb.judges.fill.write); label_study_verdicts.csv: every verdict against
                           a baseline under both; label_study_pairs.csv: every pair of systems under both
   responses.jsonl.gz      the folder's shipped responses plus the judge's (merged by key), so the folder re-derives
                           with zero calls after `superb responses replay`
@@ -56,8 +56,8 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError
-from superb.judges.fill_inputs import FillOptions, Folder
-from superb.judges.studies.fill import write_fill
+from superb.judges.fill.inputs import FillOptions, Folder
+from superb.judges.fill.write import write_fill
 
 
 def read_folder(path: str | Path) -> Folder:
