@@ -20,6 +20,8 @@ from superb.pipelines.index_cache import CachedIndex
 from superb.pipelines.options import FirstStageOptions
 from superb.pipelines.query_text import sanitise_query
 from superb.runs import trec_order
+from superb.pipelines.pisa import PisaEngine
+from superb.pipelines.terrier import TerrierEngine
 
 _RESULT_COLUMNS = ("docno", "score", "rank")
 
@@ -38,10 +40,7 @@ class Engine(Protocol):
 
 def make_engine(dataset: Any, options: FirstStageOptions) -> Engine:
     if options.engine == "terrier":
-        from superb.pipelines.terrier import TerrierEngine
-
         return TerrierEngine(dataset, options)
-    from superb.pipelines.pisa import PisaEngine
 
     return PisaEngine(dataset, options)
 

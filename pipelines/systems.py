@@ -16,6 +16,9 @@ import pandas as pd
 import pyterrier as pt
 
 from superb.pipelines.pipeline_spec import PipelineSpec
+from superb.errors import SpecError
+from superb.pipelines import from_spec
+from superb.transformers import BuildContext, build_reranker
 
 
 class Memo(pt.Transformer):
@@ -69,7 +72,6 @@ class System:
 def build_systems(pipelines: tuple[PipelineSpec, ...], dataset: Any, *, llm: Any = None, seed: int = 0,
                   progress: bool = True) -> dict[str, System]:
     """The spec's pipelines as :class:`System` objects, in spec order. Nothing runs yet."""
-    from superb.pipelines import from_spec
 
     systems: dict[str, System] = {}
     for p in pipelines:
@@ -111,8 +113,6 @@ def _check_run_input(p: PipelineSpec, systems: dict[str, System], pipelines: tup
 def _expansion(options: Any, p: PipelineSpec, dataset: Any, llm: Any, seed: int, progress: bool):
     """``first_stage.expand = {...}``: an ``expand`` stage (superb.transformers.expansion) before the retrieval; the
     system's output has the original query back (RestoreQuery), so its rerankers read what the shopper typed."""
-    from superb.errors import SpecError
-    from superb.transformers import BuildContext, build_reranker
 
     path = f"{p.path}.first_stage.expand"
     if not isinstance(options, dict):
@@ -126,8 +126,6 @@ def _expansion(options: Any, p: PipelineSpec, dataset: Any, llm: Any, seed: int,
 
 
 def _rerankers(p: PipelineSpec, dataset: Any, llm: Any, seed: int, progress: bool) -> list:
-    from superb.transformers import BuildContext, build_reranker
-
     context = BuildContext(dataset=dataset, llm=llm, seed=seed)
     out = []
     for j, options in enumerate(p.rerank):

@@ -17,6 +17,10 @@ from pathlib import Path
 from superb.errors import SuperbError
 from superb.exit_codes import EXIT_LLM_FAILURES  # noqa: F401 - tests import it here
 from superb.llm.exit_code import llm_exit_code
+from superb import interrupt, provenance
+from superb.atomic import check_replaceable
+from superb.report import write_report
+from superb.spec import load_spec
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +33,6 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    from superb import interrupt, provenance
 
     with interrupt.handling():
         try:
@@ -122,10 +125,8 @@ def _register_optional(sub, module: str) -> None:
 
 
 def _cmd_run(args) -> int:
-    from superb.atomic import check_replaceable
     from superb.experiment import run_experiment
     from superb.results import write_results
-    from superb.spec import load_spec
 
     spec = load_spec(args.spec)
     out = args.out or Path(spec.output or Path("results") / spec.name)
@@ -147,7 +148,6 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from superb.atomic import check_replaceable
     from superb.evaluate_runs import evaluate_runs
     from superb.results import write_results
 
@@ -235,8 +235,6 @@ def _cmd_merge(args) -> int:
 
 
 def _report(folder: Path, out: Path | None = None) -> Path:
-    from superb.report import write_report
-
     page = write_report(folder, out)
     print(f"report: {page} (open it in a browser; it needs no network)")
     return page

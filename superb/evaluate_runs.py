@@ -27,6 +27,9 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SpecError
+from superb.digest import sha256_file
+from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results
+from superb.spec import parse_spec, read_toml
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,6 @@ def system_names(runs: list[Path], names: str | None) -> list[str]:
 def build_spec(runs: list[Path], *, qrels: Path, names: list[str], baseline: str | None, measures: list[str] | None,
                views: list[str] | None, rel: int, hypotheses: Path | None, name: str, topics: Path | None):
     """The spec that `superb run` would read for these runs: one pipeline per run file."""
-    from superb.spec import parse_spec, read_toml
 
     if baseline is not None and baseline not in names:
         raise SpecError("--baseline", f"{baseline!r} is not one of the systems {names}")
@@ -104,7 +106,6 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
                   hypotheses: Path | None = None, name: str = "evaluate", topics: Path | None = None):
     """The ExperimentResult of evaluating ``runs`` against ``qrels`` (nothing is run); ``baseline = ""`` means the
     first run, None no tests."""
-    from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results
     from superb.run_files import read_run_file
     from superb.runs import read_qrels
 
@@ -129,7 +130,6 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
         stats = {"run_queries_without_labels": len(strangers), **_queries_without_results(p.name, chosen, run)}
         results[p.name] = PipelineResult(name=p.name, run=run, seconds=0.0, stats=stats)
     qrels_used = labels[labels["qid"].isin(set(chosen["qid"]))].reset_index(drop=True)
-    from superb.digest import sha256_file
 
     files = [{"name": Path(qrels).name, "path": str(qrels), "sha256": sha256_file(Path(qrels)), "role": "qrels"}]
     files += [{"name": Path(r).name, "path": str(r), "sha256": sha256_file(Path(r)), "role": "run"} for r in runs]

@@ -18,6 +18,9 @@ import pandas as pd
 
 from superb.errors import DataError, SpecError
 from superb.spec import PipelineSpec, QueriesSpec, Spec
+from superb.llm import describe
+from superb.llm.connect import check_table, open_for_spec
+from superb.llm.ship import response_log
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +142,6 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     if spec.llm is not None and not spec.uses_llm:  # checked although no pipeline calls it: a typo is still a typo
-        from superb.llm.connect import check_table
-
         check_table(spec.llm)
     dataset = load_dataset(spec.dataset, path="dataset")
     qrels = all_qrels = dataset.qrels()
@@ -161,19 +162,13 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
         if not spec.uses_llm:
             llm = None
         elif llm is not None:
-            from superb.llm import describe
-
             llm_info = describe(llm)
         else:
-            from superb.llm.connect import open_for_spec
-
             llm, llm_info = open_for_spec(spec.llm, stack, dry_run=dry_run)
         results = run_systems(spec.pipelines, dataset, topics, llm=llm, seed=spec.seed, progress=progress)
         if llm is not None and llm_info is not None:
             llm_info["usage_total"] = _usage_dict(llm)
         if llm is not None:  # under dry_run: the cached answers the run found (`superb responses save`)
-            from superb.llm.ship import response_log
-
             responses = response_log(llm)
     timings["total_s"] = time.perf_counter() - t0
     sharding = None

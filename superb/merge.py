@@ -36,6 +36,10 @@ import pandas as pd
 from superb.digest import sha256_file
 from superb.errors import DataError
 from superb.shards import SHARD_RULE, Shard, spec_differences, spec_digest
+from superb.experiment import ExperimentResult, PipelineResult
+from superb.llm.ship import _sha256, read_lines, write_lines
+from superb.spec import parse_spec
+from superb.stage_scores import with_stage_scores
 
 EXAMPLES = 8  # qids or keys named in a message
 RECORD_KEYS = ("shard", "index", "count", "spec_digest", "selection", "qids", "pipelines")
@@ -89,7 +93,6 @@ class ShardFolder:
 
     def runs(self) -> dict[str, pd.DataFrame]:
         from superb.runs import read_run
-        from superb.stage_scores import with_stage_scores
 
         return with_stage_scores({name: read_run(self.file(rel)) for name, rel in self.systems().items()}, self.path)
 
@@ -271,8 +274,6 @@ def _some(qids: list[str]) -> str:
 def merge_shards(folders: list[str | Path]):
     """The shards as one ExperimentResult (spec, topics, qrels, runs, summed counters and usage, merged
     responses), ready for superb.results.write_results."""
-    from superb.experiment import ExperimentResult, PipelineResult
-    from superb.spec import parse_spec
 
     t0 = time.perf_counter()
     if not folders:
@@ -362,8 +363,6 @@ class MergedResponses:
     conflicts: list[str] = field(default_factory=list)
 
     def write(self, path: Path) -> dict[str, Any]:
-        from superb.llm.ship import _sha256, write_lines
-
         present = [(label, p) for label, p in self.files if p.is_file()]
         taken: dict[str, int] = {label: 0 for label, _ in present}
         sources: dict[str, int] = {}
@@ -397,7 +396,6 @@ class MergedResponses:
 def _keyed_lines(path: Path, rank: int, label: str) -> Iterator[tuple[str, int, str, str]]:
     """(key, shard rank, shard label, line) of a shipped file, checking that it is sorted by key."""
     previous = ""
-    from superb.llm.ship import read_lines
 
     try:
         for part, n, line in read_lines(path):

@@ -42,6 +42,16 @@ from superb.llm.ship import ship_responses
 from superb.runs import TIE_RULE, write_run
 from superb.spec import check_file_names, file_name
 from superb.stage_scores import write_stage_scores
+from superb.eval.effects import power_summary
+from superb.eval.evaluate import View, make_views, no_relevant_counts, no_relevant_queries, per_query, significance
+from superb.eval.families import Hypothesis, by_construction, families
+from superb.eval.measures import judged_measure, parse_measures
+from superb.eval.plots import cost_plot, gain_plot
+from superb.eval.stats import PairedTest
+from superb.eval.table_files import read_tables, write_tables
+from superb.eval.table_markdown import format_markdown, views_sentence
+from superb.provenance import write as write_provenance
+from superb.shards import file_digests
 
 USAGE_COLUMNS = ("calls", "cache_hits", "coalesced", "failures", "retries", "prompt_tokens", "completion_tokens",
                  "saved_prompt_tokens", "server_cached_tokens")
@@ -63,10 +73,6 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
     Queries without a relevant document (no positive label: every measure of every system is 0 on them) are counted
     per view; with ``[evaluation] no_relevant = "drop"`` they are left out of every view's evaluation (their labels
     are removed)."""
-    from superb.eval.evaluate import View, make_views, no_relevant_counts, no_relevant_queries, per_query, significance
-    from superb.eval.families import Hypothesis, by_construction, families
-    from superb.eval.measures import judged_measure, parse_measures
-    from superb.eval.stats import PairedTest
 
     ev = result.spec.evaluation
     rel = ev.rel if ev.rel is not None else int(result.dataset_provenance.get("rel_threshold", 1))
@@ -190,9 +196,6 @@ def _write_folder(result: ExperimentResult, ev: Evaluation, out_dir: Path) -> No
 def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
     """table.md (with, when there are several views, whether a conclusion changes between them), table.csv and
     perquery.csv of an evaluation; ``usage``: usage_frame's columns (or a folder's usage.csv)."""
-    from superb.eval.effects import power_summary
-    from superb.eval.table_markdown import format_markdown, views_sentence
-    from superb.eval.table_files import write_tables
 
     usage = usage.set_index("system")
     judged = ev.perquery[ev.perquery["measure"].str.startswith("Judged")].groupby("system")["value"].mean()
@@ -215,7 +218,6 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     """The last step of :func:`write_results`: every other file of the folder is written when this runs. A step
     that needs the finished folder belongs here: shipping the LLM responses the run used (superb.llm.ship, which adds
     its summary to provenance.json); then provenance.json gets the list of the folder's files."""
-    from superb.provenance import write as write_provenance
 
     provenance = {
         "spec": result.spec.raw, "spec_file": str(result.spec.source) if result.spec.source else None,
@@ -232,8 +234,6 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     ship_responses(result, out_dir)  # responses.jsonl.gz: the LLM answers used, so the folder re-derives anywhere
     provenance = json.loads(path.read_text(encoding="utf-8"))  # with the shipped responses' summary
     if "shard" in (provenance.get("sharding") or {}):  # what `superb merge` checks the shard's files against
-        from superb.shards import file_digests
-
         provenance["sharding"]["sha256"] = file_digests(out_dir)
     files = sorted(str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.is_file())
     provenance["files"] = sorted({*files, "provenance.json"})
@@ -243,7 +243,6 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
 def _plots(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
     """Cost plot and per-query gain plots (nDCG@10 under the first view), only where there is a reranker or a
     baseline to gain over."""
-    from superb.eval.plots import cost_plot, gain_plot
 
     first = ev.perquery[ev.perquery["view"] == result.spec.evaluation.views[0]]
     ndcg = first[first["measure"] == "nDCG@10"].groupby("system")["value"].mean()
@@ -274,6 +273,5 @@ def cumulative_cost(pipelines, usage: pd.DataFrame) -> pd.DataFrame:
 
 def read_table(result_dir: Path) -> pd.DataFrame:
     """The table of a results folder, every view (superb.eval.table_files), measures under their spec names."""
-    from superb.eval.table_files import read_tables
 
     return read_tables(result_dir)

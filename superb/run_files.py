@@ -29,6 +29,7 @@ import pandas as pd
 from superb.digest import sha256_file
 from superb.errors import DataError, utf8_error
 from superb.runs import trec_order
+from superb.errors import SpecError
 
 FORMATS = ("trec", "rank_llm")
 RUN_KEYS = ("run", "depth", "format")  # a spec's first_stage table that is a given run
@@ -50,7 +51,6 @@ def run_options(table: Any, path: str) -> RunOptions:
     """Check a spec's ``first_stage = { run = ..., depth = ..., format = ... }`` table when the spec is read, and read
     the file (unless the data set provides it), so that a missing file or a malformed line is reported before
     anything starts."""
-    from superb.errors import SpecError
 
     unknown = sorted(set(table) - set(RUN_KEYS))
     if unknown:

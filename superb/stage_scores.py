@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from superb.errors import DataError
+
 FILE = "stage_scores.csv.gz"
 TOP = 10  # the rows report.html shows per system and query
 KEYS = ["system", "qid", "docno", "rank"]
@@ -66,7 +68,6 @@ def write_stage_scores(runs: dict[str, pd.DataFrame], out_dir: Path) -> Path:
 def read_stage_scores(folder: Path) -> pd.DataFrame | None:
     """A folder's stage_scores.csv.gz (qid, docno as text; rank as int; scores as float, NaN where empty), or None
     when the folder has none (written before the file existed)."""
-    from superb.errors import DataError
 
     path = Path(folder) / FILE
     if not path.is_file():

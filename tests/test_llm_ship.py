@@ -197,6 +197,7 @@ def test_replayed_answers_of_the_embedded_model_need_no_model_file(tmp_path, mon
         raise AssertionError("the model file was resolved although every answer is cached")
 
     monkeypatch.setattr(model_module, "resolve_model", no_model)
+    monkeypatch.setattr("superb.llm.connect.resolve_model", no_model)  # where the embedded starter calls it
     embedded = "\n".join(line for line in spec.read_text().splitlines()
                          if not line.startswith(("model =", "base_urls =", "api_key_env =")))
     spec.write_text(embedded.replace("[llm]", '[llm]\nembedded_model = "0.5b"'))

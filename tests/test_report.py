@@ -164,6 +164,7 @@ def test_a_failed_page_does_not_fail_the_run(tiny_folder, tmp_path, monkeypatch,
         raise DataError("a page that cannot be written")
 
     monkeypatch.setattr(superb.report, "write_report", broken)
+    monkeypatch.setattr("superb.cli.write_report", broken)  # where `superb run` calls it
     spec = tiny_folder.parent.parent / "tiny_report.toml"
     out = tmp_path / "again"
     assert main(["run", str(spec), "--out", str(out)]) == 0  # the results are written all the same

@@ -16,8 +16,9 @@ def nothing_opens(monkeypatch):
     def refuse(*args, **kw):
         raise AssertionError("a data set or a model was opened while the spec was read")
 
-    monkeypatch.setattr("superb.data.load_dataset", refuse)
-    monkeypatch.setattr("superb.llm.connect.open_for_spec", refuse)
+    for name in ("superb.data.load_dataset", "superb.experiment.load_dataset", "superb.llm.connect.open_for_spec",
+                 "superb.experiment.open_for_spec"):
+        monkeypatch.setattr(name, refuse, raising=False)  # patched where it is used, when bound there
     monkeypatch.setattr("superb.llm.server.EmbeddedServer.start", refuse, raising=False)
 
 
@@ -62,3 +63,46 @@ def test_superb_run_dry_run_refuses_it_without_opening_anything(nothing_opens, t
                     'rerank = { type = "setwise", set_size = 30 }\n')
     assert main(["run", str(path), "--dry-run"]) == 2
     assert "pipelines[1].rerank[0]" in capsys.readouterr().err
+
+
+def docs_example() -> dict:
+    """The reranker of docs/spec.md ("A reranker of your own"), executed from the page itself."""
+    from pathlib import Path
+
+    page = (Path(__file__).parents[1] / "docs" / "spec.md").read_text(encoding="utf-8")
+    section = page[page.index("### A reranker of your own"):]
+    code = section[section.index("```python") + len("```python"):section.index("```", section.index("```python") + 9)]
+    namespace: dict = {"__name__": "docs_example"}
+    exec(compile(code, "docs/spec.md", "exec"), namespace)  # noqa: S102 - our own documentation's example
+    return namespace
+
+
+def test_the_docs_example_reranker_reads_its_options_from_its_constructor(nothing_opens, monkeypatch):
+    from superb.transformers import registry
+    from superb.transformers.base import spec_options
+
+    LengthPrior = docs_example()["LengthPrior"]
+    assert {k: o.default for k, o in spec_options(LengthPrior).items()} == \
+        {"order": "short", "min_chars": 1, "fields": None, "text_tokens": 64, "guard": False, "top_k": 20}
+    monkeypatch.setitem(registry.RERANKERS, "length_prior", registry.RerankerType("x:LengthPrior", llm=False, scores=True))
+    monkeypatch.setattr(registry, "reranker_class", lambda type_name, path="": LengthPrior)
+    with pytest.raises(SpecError, match=r"^pipelines\[1\]\.rerank\[0\]\.order: expected one of \['short', 'long'\]"):
+        parse_spec(spec({"type": "length_prior", "order": "longest"}))
+    parse_spec(spec({"type": "length_prior", "order": "long", "top_k": 10, "fields": ["title"]}))
+
+    class Titles:
+        fields, prompt_fields, text_kind = ("title",), ("title",), "product"
+
+        def doc(self, docno):
+            return {"title": "x" * int(docno)}
+
+    stage = registry.build_reranker({"type": "length_prior", "order": "long", "top_k": 10, "fields": ["title"]},
+                                    context=registry.BuildContext(dataset=Titles()), path="r")
+    assert (stage.order, stage.min_chars, stage.top_k, stage.text.fields, stage.tag) == ("long", 1, 10, ("title",), "r")
+    import asyncio
+
+    from superb.transformers.base import Candidates
+
+    texts = (stage.text.get("3"), stage.text.get("12"))
+    scores = asyncio.run(stage.score(Candidates("q1", "q", ("3", "12"), texts, (2.0, 1.0))))
+    assert scores == [3.0, 12.0]

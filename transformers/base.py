@@ -60,6 +60,8 @@ from superb.llm.types import ChatRequest, Completion
 from superb.llm.text import ProductText, clean
 from superb.options import Expand, Opt, TopK, constructor_options, construct, expanded, read_options
 from superb.transformers.blend import blend
+from superb.llm.batch import PendingRequest
+from superb.llm.runner import progress_bar, run_all
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
 FIRST_STAGE_SCORE = "first_stage_score"  # the retrieval score, kept through reranking stages (see the docstring)
@@ -178,7 +180,6 @@ class Reranker(pt.Transformer):
 
         Batch export (superb/llm/batch.py): a query whose coroutine raises ``PendingRequest`` (its next answer is
         not cached yet) gives None, counted in ``stats["pending_queries"]``, and the other queries go on."""
-        from superb.llm.runner import run_all
 
         coros = [_pending_as_none(c, self.stats) for c in coros]
         return run_all(self.llm, coros, bar=self.progress_bar(len(coros)))
@@ -186,7 +187,6 @@ class Reranker(pt.Transformer):
     def progress_bar(self, total: int):
         """The per-query tqdm bar: labelled with ``progress_label`` (the runner sets the pipeline's name), else the
         tag."""
-        from superb.llm.runner import progress_bar
 
         return progress_bar(total, self.progress_label or self.tag, show=self.progress)
 
@@ -290,7 +290,6 @@ async def _none() -> None:
 
 async def _pending_as_none(coro, stats: Counter):
     """Await ``coro``; a ``PendingRequest`` (batch export: an answer not cached yet) gives None, counted."""
-    from superb.llm.batch import PendingRequest
 
     try:
         return await coro

@@ -20,6 +20,7 @@ import pandas as pd
 from superb.pipelines.query_text import sanitise_query
 from superb.transformers.base import Candidates, Reranker
 from superb.options import FieldNames, TopK
+from superb.pipelines import first_stage
 
 
 def _as_given(value: Any, path: str) -> Any:
@@ -37,8 +38,6 @@ class BM25Rescore(Reranker):
 
     def __init__(self, dataset: Any, *, top_k: TopK = 100, fields: FieldNames = None, k1: AsGiven = 1.2,
                  b: AsGiven = 0.75, tag: str = ""):
-        from superb.pipelines import first_stage
-
         super().__init__(None, top_k=top_k, tag=tag)
         # the first stage validates the options and owns the cached index this stage reads
         self._stage = first_stage(dataset, engine="terrier", model="bm25", fields=list(fields) if fields else None,

@@ -41,6 +41,7 @@ from superb.transformers.base import Candidates, Reranker
 from superb.llm.parsing import (
     LABEL_TOKENS, YES_NO_TOKENS, first_distribution, parse_confidence, parse_label, parse_yes_no,
 )
+from superb.llm.prompts import load_template
 
 CONFIDENCE_MODES = ("logprobs", "stated")
 LABELS = {"grade": "deliberated_label", "yesno": "deliberated_yesno", "checklist": "deliberated_checklist"}
@@ -71,7 +72,6 @@ class DeliberatedReranker(Reranker):
         if confidence == "stated" and question != "grade":
             raise ValueError(f"DeliberatedReranker: confidence \"stated\" asks for a written grade and confidence; "
                              f"it only applies to question \"grade\", not {question!r}")
-        from superb.llm.prompts import load_template
 
         self.confidence = confidence
         self.question = question

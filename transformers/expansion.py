@@ -40,6 +40,8 @@ from superb.pipelines.query_text import sanitise_query
 from superb.options import Flag, NonNegativeInt, PositiveInt
 from superb.llm.prompts import template_name
 from superb.transformers.base import build_stage
+from superb.llm.prompts import load_template
+from superb.llm.runner import progress_bar, run_all
 
 TEMPLATE = "deliberated_attributes"  # the ideal product's attributes: superb.llm.ideal's request, shared (and cached)
 MAX_TOKENS = 160  # with the deliberated reranker and judge when repeat/samples leave sample 0 as it is
@@ -84,8 +86,6 @@ class QueryExpansion(pt.Transformer):
     def __init__(self, llm: Any, *, template: Annotated[str, template_name] = TEMPLATE, repeat: NonNegativeInt = 1,
                  samples: PositiveInt = 1, temperature: Annotated[float, _temperature] = 0.7,
                  max_tokens: PositiveInt = MAX_TOKENS, sanitise: Flag = True, tag: str = "expand"):
-        from superb.llm.prompts import load_template
-
         if int(repeat) < 0 or int(samples) < 1 or int(max_tokens) < 1:
             raise ValueError(f"QueryExpansion: repeat must be >= 0, samples and max_tokens >= 1; got repeat={repeat!r}, "
                              f"samples={samples!r}, max_tokens={max_tokens!r}")
@@ -137,7 +137,6 @@ class QueryExpansion(pt.Transformer):
 
     def expansions(self, queries: list[str]) -> dict[str, list[str]]:
         """The generated texts of each distinct query (memoised per query text)."""
-        from superb.llm.runner import progress_bar, run_all
 
         if self.llm is None:
             raise ValueError("QueryExpansion: no LLM client was given (pass llm=..., or context.llm in a spec)")

@@ -43,6 +43,7 @@ from superb.llm.parsing import (
     parse_label,
     parse_yes_no,
 )
+from superb.llm.prompts import load_template
 
 VARIANTS = ("best", "yesno")
 TEMPLATES = {
@@ -76,7 +77,6 @@ class PointwiseReranker(Reranker):
         if template not in TEMPLATES[variant] and not template.startswith(f"pointwise_{variant}"):
             raise ValueError(f"PointwiseReranker: template {template!r} does not answer variant {variant!r}; "
                              f"use one of {list(TEMPLATES[variant])} (or a pointwise_{variant}* template of your own)")
-        from superb.llm.prompts import load_template
 
         self.variant = variant
         self.template = load_template(template)

@@ -38,6 +38,7 @@ from superb.llm.prompts import TemplateName
 from superb.transformers.base import Candidates, Reranker, Text, default_template, scores_from_order, text_dataset
 from superb.transformers.position_prior import PositionPrior
 from superb.transformers.selection import BubbleTopK, HeapTopK
+from superb.llm.prompts import load_template
 
 DEFAULT_TEMPLATE = "setwise_best"
 STRATEGIES = ("heap", "bubble")
@@ -76,7 +77,6 @@ class SetwiseReranker(Reranker):
             self.strategy = BubbleTopK(size=set_size, passes=select)
         else:
             raise ValueError(f"SetwiseReranker: unknown strategy {strategy!r}; allowed: {list(STRATEGIES)}")
-        from superb.llm.prompts import load_template
 
         self.template = load_template(template or default_template(DEFAULT_TEMPLATE, text_dataset(text)))
         self.debias = bool(debias)

@@ -31,6 +31,8 @@ from typing import Any, Sequence
 from superb.llm.parsing import LETTERS, parse_permutation
 from superb.llm.preference import count_choice, read_choice
 from superb.llm.types import ChatRequest
+from superb.llm.prompts import load_template
+from superb.transformers.position_prior import PositionPrior
 
 TOKENS_PER_ID = 5  # "[12] > " is about 5 tokens: the generation budget per candidate
 MAX_LIKELIHOOD_WINDOW = len(LETTERS)
@@ -40,8 +42,6 @@ class GenerationRanker:
     name = "generation"
 
     def __init__(self, template: str = "listwise_rankgpt"):
-        from superb.llm.prompts import load_template
-
         self.template = load_template(template)
 
     def __repr__(self) -> str:
@@ -71,9 +71,6 @@ class LikelihoodRanker:
     name = "likelihood"
 
     def __init__(self, template: str = "listwise_first", calibrate: bool = False):
-        from superb.llm.prompts import load_template
-        from superb.transformers.position_prior import PositionPrior
-
         self.template = load_template(template)
         self.prior = PositionPrior(self.request) if calibrate else None
 

@@ -20,6 +20,18 @@ EXIT_FAILED_REQUESTS = 3  # failed LLM requests (superb's code for failed LLM ca
 from pathlib import Path
 from typing import Any
 
+from superb import paths
+from superb.batch.collect import cache_path, llm_config, run_round
+from superb.batch.submit import SubmitState, Submitter, work_dir
+from superb.errors import SpecError, SuperbError
+from superb.llm.batch import PendingStore
+from superb.llm.batch_api import BATCH_DISCOUNT, BatchAPI, MAX_BYTES, MAX_LINES
+from superb.llm.batch_results import import_results
+from superb.llm.cache import ResponseCache
+from superb.llm.model import model_id
+from superb.llm.ship import replay, write_shipped
+from superb.spec import load_spec
+
 
 def register(subparsers: Any) -> None:
     batch = subparsers.add_parser("batch", help="LLM work as OpenAI batch files (OpenAI Batch API, vllm run-batch, "
@@ -84,22 +96,14 @@ def _cache_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _cache_path(args: argparse.Namespace) -> Path:
-    from superb import paths
-
     if args.cache:
         return args.cache
     if args.spec:
-        from superb.batch.collect import cache_path, llm_config
-        from superb.spec import load_spec
-
         return cache_path(llm_config(load_spec(args.spec)))
     return paths.llm_cache_path()
 
 
 def _export(args: argparse.Namespace) -> int:
-    from superb.batch.collect import run_round
-    from superb.spec import load_spec
-
     max_bytes = None if args.max_mb is None else int(args.max_mb * 2**20)
     found = run_round(load_spec(args.spec), args.out, max_lines=args.max_lines, max_bytes=max_bytes)
     for part in found.parts:
@@ -110,10 +114,6 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from superb.llm.batch import PendingStore
-    from superb.llm.batch_results import import_results
-    from superb.llm.cache import ResponseCache
-
     path = _cache_path(args)
     bad = failed = 0
     with ResponseCache(path) as cache, PendingStore(path) as store:
@@ -138,11 +138,6 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from superb.batch.collect import llm_config, run_round
-    from superb.batch.submit import SubmitState, work_dir
-    from superb.llm.model import model_id
-    from superb.spec import load_spec
-
     spec = load_spec(args.spec)
     found = run_round(spec)
     for line in found.lines():
@@ -157,13 +152,6 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from superb.batch.collect import cache_path, llm_config, run_round
-    from superb.batch.submit import Submitter, SubmitState, work_dir
-    from superb.errors import SpecError
-    from superb.llm.batch_api import BATCH_DISCOUNT, MAX_BYTES, MAX_LINES, BatchAPI
-    from superb.llm.model import model_id
-    from superb.spec import load_spec
-
     spec = load_spec(args.spec)
     config = llm_config(spec)
     if args.dry_run:
@@ -202,10 +190,7 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    from superb.errors import SuperbError
     from superb.experiment import run_experiment
-    from superb.llm.ship import write_shipped
-    from superb.spec import load_spec
 
     if not str(args.out).endswith(".jsonl.gz"):
         raise SuperbError(f"--out {args.out}: a responses file is gzip JSONL; name it NAME.jsonl.gz")
@@ -222,9 +207,6 @@ def _save(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from superb.llm.cache import ResponseCache
-    from superb.llm.ship import replay
-
     path = _cache_path(args)
     refused = 0
     with ResponseCache(path) as cache:
@@ -243,9 +225,6 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _remove(args: argparse.Namespace) -> int:
     import re
-
-    from superb.errors import SuperbError
-    from superb.llm.cache import ResponseCache
 
     bad = [k for k in args.keys if not re.fullmatch(r"[0-9a-f]{64}", k)]
     if bad:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from superb.errors import SpecError
+from superb.data.registry import register_all
 
 if TYPE_CHECKING:
     from superb.data.base import Dataset
@@ -75,8 +76,6 @@ def load_dataset(config: str | Mapping[str, Any], path: str = "dataset", **optio
 
 
 def _register_irds() -> None:
-    from superb.data.registry import register_all
-
     register_all()
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from superb.eval.stats import _CHUNK_CELLS
+
 INTERVALS = ("t", "bootstrap")
 LEVEL = 0.95
 POWER = 0.8
@@ -42,7 +44,6 @@ def paired_interval(d, interval: str = "t", *, n_resamples: int = 10_000, seed: 
 
         half = float(t.ppf(0.5 + level / 2, d.size - 1)) * float(d.std(ddof=1)) / np.sqrt(d.size)
         return mean - half, mean + half
-    from superb.eval.stats import _CHUNK_CELLS
 
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples)

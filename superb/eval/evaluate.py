@@ -34,6 +34,9 @@ import pandas as pd
 from superb.errors import DataError, SpecError
 from superb.eval.families import Family, Hypothesis, families
 from superb.eval.stats import PairedTest, correct
+from superb.eval.effects import mde, paired_interval, strictest_alpha
+from superb.eval.families import plan
+from superb.runs import strictly_decreasing
 
 VIEW_KINDS = {"full": False, "condensed": True}  # view name -> judged_only
 TABLE_COLUMNS = ["system", "view", "measure", "n_queries", "n_no_relevant", "mean", "kind", "baseline", "baseline_mean",
@@ -155,8 +158,6 @@ def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: 
     the queries without a label >= 2, nDCG those without a positive label): ``no_relevant`` maps (view, measure name)
     or a view to that count (default :func:`no_relevant_counts` of ``views``; ``rel`` is no longer read).
     Columns TABLE_COLUMNS."""
-    from superb.eval.effects import mde, paired_interval, strictest_alpha
-    from superb.eval.families import plan
 
     if perquery is None:
         perquery = pd.concat([per_query(runs, topics, v, measures) for v in views], ignore_index=True)
@@ -234,7 +235,6 @@ def _frames(runs: Mapping[str, pd.DataFrame]) -> list[pd.DataFrame]:
     """The runs as pt.Experiment reads them: strictly decreasing scores in their rank order (superb.runs:
     a no-op for superb's runs; for a run with tied scores, its ``rank`` column decides, else trec_eval's rule), so
     that every ir_measures provider (pytrec_eval, Judged...) sees the same ranking."""
-    from superb.runs import strictly_decreasing
 
     out = []
     for name, run in runs.items():

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from superb.eval.stats import CORRECTION_NAMES, TEST_NAMES
+from superb.eval.effects import mde, power_summary, strictest_alpha
 
 BETTER, WORSE = "\u2020", "\u2021"  # dagger, double dagger
 CONFIRMED, EXPLORED, SAME = "\u1d9c", "\u1d49", " (=)"  # superscript c, superscript e
@@ -313,7 +314,6 @@ def format_confirmatory(table: pd.DataFrame, info: Mapping) -> str:
     rows_c = table[table["role"] == "confirmatory"]
     if rows_c.empty:
         return ""
-    from superb.eval.effects import mde, strictest_alpha
 
     alpha = float(info["alpha"])
     rows = []
@@ -342,7 +342,6 @@ def format_confirmatory(table: pd.DataFrame, info: Mapping) -> str:
 def format_power(table: pd.DataFrame, info: Mapping) -> str:
     """The MDE block: per view and measure, n, the SD of the paired differences of the tested comparisons and the
     smallest difference detectable with 80% power at \u03b1 and at the correction's strictest step."""
-    from superb.eval.effects import power_summary
 
     power = power_summary(table, float(info["alpha"]), info["correction"])
     rows = [[_cell(r.view), _cell(r.measure), f"{r.n_queries} ({r.n_no_relevant})", f"{r.n_comparisons}",

@@ -37,6 +37,9 @@ from superb.judges.judge import build_judge, run_all
 from superb.llm.prompts import load_template
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
 from superb.llm.types import ChatRequest
+from superb.errors import DataError
+from superb.pipelines import first_stage
+from superb.provenance import write as write_provenance
 
 POOL_QUERIES = ("source", "rewrite", "both")
 QID_SUFFIX = "-best"
@@ -107,8 +110,6 @@ def load_config(folder: str | Path, fields: list[str] | None = None) -> dict:
     folder = Path(folder)
     prov = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
     if not (folder / "docs.jsonl").is_file():
-        from superb.errors import DataError
-
         raise DataError(f"{folder}/docs.jsonl does not exist: the benchmark references the products of its source "
                         f"data set ({prov['source_dataset']['config']}); write them with "
                         f"superb.judges.benchmark.materialize_docs({str(folder)!r})")
@@ -169,16 +170,12 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
     judge = build_judge(judge_options, llm=llm, dataset=dataset, path="judge")
     custom_retriever = retriever is not None
     if retriever is None:
-        from superb.pipelines import first_stage
-
         retriever = first_stage(dataset, engine=engine, model=model, depth=depth)
     stats: Counter = Counter()
     rewrites = rewrite_queries(llm, topics, stats=stats)
     pool = pool_candidates(retriever, rewrites, pool_query)
     stats["queries_without_candidates"] = int((~rewrites["qid"].isin(set(pool["qid"]))).sum())
     if pool.empty:
-        from superb.errors import DataError
-
         raise DataError(f"the first stage found no candidates for any of the {len(rewrites)} queries; check the "
                         f"data set's index and pool_query={pool_query!r}")
     records = judge.judge(pool)
@@ -213,7 +210,6 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
         "fields": fields, "rel_threshold": int(rel_threshold), "labels": list(judge.labels),
         "counts": counts, "stats": dict(stats),
     }
-    from superb.provenance import write as write_provenance
 
     write_provenance(folder, provenance)  # + packages, project (commit, dirty, diff), host
     return {"folder": str(folder), "load_config": load_config(folder) if docs == "copy" else None, "counts": counts,

@@ -32,6 +32,10 @@ from typing import Any
 import pandas as pd
 
 from superb.judges.scoring import PRESETS, build_scoring_judge
+from superb import paths
+from superb.llm.cache import ResponseCache
+from superb.llm.config import LLMConfig
+from superb.llm.dryrun import DryRunClient
 
 log = logging.getLogger(__name__)
 DEFAULT_JUDGES = ("yesno_product", "superb_product", "umbrela", "yesno", "superb", "deliberated")
@@ -41,10 +45,6 @@ def cache_only_client(cache_path: str | Path | None = None, model: str | None = 
     """A client that answers from the cache only (read-only; a miss -> a failed "dry-run" completion). ``model``:
     the model id the cache was filled under (default: the embedded model's id, e.g.
     qwen2.5-coder-1.5b-instruct-q4_k_m)."""
-    from superb import paths
-    from superb.llm.cache import ResponseCache
-    from superb.llm.config import LLMConfig
-    from superb.llm.dryrun import DryRunClient
 
     path = Path(cache_path) if cache_path else paths.llm_cache_path()
     cache = ResponseCache(path, "read-only")

@@ -42,6 +42,8 @@ from superb.llm.types import ChatRequest, Completion
 from superb.llm.prompts import TemplateRef, load_template
 from superb.options import (FieldNames, Flag, NonNegativeInt, Opt, PositiveInt, constructor_options, construct,
                             read_options)
+from superb.llm.comparator import PairwiseComparator
+from superb.llm.text import ProductText
 
 
 class Judge:
@@ -51,8 +53,6 @@ class Judge:
 
     def __init__(self, llm: Any, dataset: Any, *, fields: FieldNames = ("title",), text_tokens: PositiveInt = 64,
                  labels: Sequence[int] | None = None, default_label: NonNegativeInt = 0, tag: str | None = None):
-        from superb.llm.text import ProductText
-
         self.llm = llm
         self.dataset = dataset
         self.text = ProductText(dataset, fields=fields, text_tokens=text_tokens)
@@ -217,7 +217,6 @@ class PairwiseJudge(Judge):
                  both_orders: Flag = False, opponents: PositiveInt = 4, max_pairs: PositiveInt = 45,
                  seed: NonNegativeInt = 0, **kw: Any):
         super().__init__(llm, dataset, **kw)
-        from superb.llm.comparator import PairwiseComparator
 
         self.template = load_template(template)
         self.comparator = PairwiseComparator(llm, self.template, self.text.fields, allow_neither=allow_neither,

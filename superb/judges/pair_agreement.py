@@ -27,13 +27,14 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from superb.eval.stats import correct, paired_pvalue
+
 
 def pair_verdicts(perquery: pd.DataFrame, *, test: str = "t", correction: str = "holm", alpha: float = 0.05,
                   seed: int = 0, n_resamples: int = 10_000) -> pd.DataFrame:
     """Every pair of systems per measure (columns system, other, measure, delta, p, p_corrected, verdict), from
     per-query values (system, qid, measure, value). ``delta`` = mean(system) - mean(other); verdict "better" /
     "worse" (for ``system``) when the corrected p is at most ``alpha``, else "n.s." (also when all values tie)."""
-    from superb.eval.stats import correct, paired_pvalue
 
     rows = []
     for measure, frame in perquery.groupby("measure", sort=False):

@@ -46,6 +46,8 @@ from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, p
 from superb.llm.types import ChatRequest, Completion
 from superb.options import FieldNames, Opt, PositiveInt, constructor_options, construct, one_of, read_options
 from superb.llm.prompts import TemplateRef, load_template, template_name
+from superb.judges.records import DEFAULT as DEFAULT_STATUS, FAILED as FAILED_STATUS, Judgment, OK as OK_STATUS
+from superb.llm.text import ProductText
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
 STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING)
@@ -122,8 +124,6 @@ class ScoringJudge:
     def __init__(self, llm: Any, dataset: Any, *, template: TemplateRef, reading: Any = None,
                  fields: FieldNames = ("title",), text_tokens: PositiveInt = 64, name: str | None = None,
                  tag: str | None = None):
-        from superb.llm.text import ProductText
-
         self.llm = llm
         self.dataset = dataset
         self.template = load_template(template)
@@ -300,9 +300,6 @@ class CalibratedJudge:
         return self.scorer.template_ids()
 
     def judge(self, pool: pd.DataFrame) -> list:
-        from superb.judges.records import DEFAULT as DEFAULT_STATUS, FAILED as FAILED_STATUS, OK as OK_STATUS
-        from superb.judges.records import Judgment
-
         records = self.scorer.score_records(pool)
         self.last_scores = scores_frame(records)
         scored = [r for r in records if r.score is not None]

@@ -39,6 +39,7 @@ from superb.llm.config import LLMConfig
 from superb.llm.dryrun import PER_MESSAGE_TOKENS, estimate_tokens
 from superb.llm.types import ChatRequest, Completion
 from superb.llm.usage import Usage
+from superb.llm.model import model_id
 
 BATCH_URL = "/v1/chat/completions"
 FLUSH_EVERY = 1000  # requests buffered before they are written to SQLite
@@ -290,7 +291,6 @@ class CollectingClient(_ClientBase):
 
     def __init__(self, config: LLMConfig, *, cache: ResponseCache, sink: RequestSink, usage: Usage | None = None):
         super().__init__()
-        from superb.llm.model import model_id
 
         if cache is None or cache.mode in ("off", "refresh"):
             mode = "off" if cache is None else cache.mode

@@ -47,6 +47,7 @@ from typing import Iterable, Iterator
 from superb.errors import LLMError
 from superb.llm.config import CACHE_MODES
 from superb.llm.types import ChatRequest, Completion, TokenLogprob
+from superb.llm.claims import ClaimBook
 
 KEY_VERSION = 1
 
@@ -341,8 +342,6 @@ class ResponseCache:
         if mode != "off":
             self._connect(busy_timeout_s)
         if mode == "normal":
-            from superb.llm.claims import ClaimBook
-
             self.claims = ClaimBook(self)
 
     def _connect(self, busy_timeout_s: float) -> None:

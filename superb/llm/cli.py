@@ -9,6 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from superb.errors import SpecError
+from superb.llm import ChatRequest, LLMConfig, open_llm
+from superb.llm.model import MODELS, resolve_model
+from superb.llm.server import EmbeddedServer
+
 CHECK_PROMPT = "Is a stainless steel water bottle relevant to the search query 'water bottle'? Answer yes or no."
 
 
@@ -41,7 +46,6 @@ def _llm_table(spec: Path | None) -> dict[str, Any]:
         import tomllib
     except ImportError:  # python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
-    from superb.errors import SpecError
 
     try:
         with open(spec, "rb") as f:
@@ -55,9 +59,6 @@ def _llm_table(spec: Path | None) -> dict[str, Any]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from superb.llm.model import MODELS, resolve_model
-    from superb.llm.server import EmbeddedServer
-
     spec = MODELS[args.model]
     path = resolve_model(args.model)
     with EmbeddedServer(path, spec.alias, n_ctx=args.n_ctx, n_parallel=args.n_parallel, threads=args.threads,
@@ -73,8 +74,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from superb.llm import ChatRequest, LLMConfig, open_llm
-
     table = _llm_table(args.spec)
     if args.model:
         table["embedded_model"] = args.model

@@ -21,6 +21,9 @@ from superb.llm.config import LLMConfig
 from superb.llm.dryrun import DryRunClient
 from superb.llm.model import embedded_model_key, model_id
 from superb.llm.usage import Usage
+from superb.errors import LLMError
+from superb.llm.model import resolve_model
+from superb.llm.server import EmbeddedServer
 
 
 def check_table(table: dict[str, Any] | None, path: str = "llm") -> LLMConfig:
@@ -80,8 +83,6 @@ def running_embedded_server(alias: str) -> tuple[str, ...] | None:
     import json
     import urllib.request
 
-    from superb.errors import LLMError
-
     for url in urls:
         try:
             with urllib.request.urlopen(f"{url}/models", timeout=10.0) as answer:
@@ -110,8 +111,6 @@ def _embedded_starter(config: LLMConfig, key: str, stack: ExitStack,
             info.update(server_started=False, endpoints=list(served), served_by=f"{EMBEDDED_URL_ENV} (superb llm serve)",
                         threads=None, n_ctx=None, n_parallel=None, prompt_cache=None)
             return config.with_(base_urls=served)
-        from superb.llm.model import resolve_model
-        from superb.llm.server import EmbeddedServer
 
         path = resolve_model(key, config.model_path)
         server = stack.enter_context(EmbeddedServer(path, config.model, n_ctx=config.n_ctx,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from superb.llm.types import ChatRequest, Completion
+from superb.llm.prompts import load_template
 
 TEMPLATE = "deliberated_attributes"
 MAX_TOKENS = 160
@@ -27,7 +28,6 @@ NO_ATTRIBUTES = "(no attributes available)"  # what the grading prompt shows whe
 def attributes_request(query: str, *, template: Any = None, max_tokens: int = MAX_TOKENS, tag: str = ""
                        ) -> ChatRequest:
     """The ideal-attributes request for ``query``; ``template`` is a Template or a name (default TEMPLATE)."""
-    from superb.llm.prompts import load_template
 
     if template is None or isinstance(template, str):
         template = load_template(template or TEMPLATE)

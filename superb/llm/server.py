@@ -31,6 +31,7 @@ import urllib.request
 from pathlib import Path
 
 from superb.errors import LLMError, MissingDependencyError
+from superb import interrupt
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,6 @@ def free_port() -> int:
 
 
 def _interrupting() -> bool:
-    from superb import interrupt
-
     return interrupt.requested()
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SuperbError
+from superb.stage_scores import KEYS, read_stage_scores
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,6 @@ def _significant(value: float, digits: int = 4) -> float | None:
 def _stage_scores(folder: Path, systems: list[str], qindex: dict[str, int], dindex: dict[str, int]):
     """stage_scores.csv.gz for the page: ({system: its *_score columns with a value}, {system: [{doc index: [value
     per column] of each product} per query]}), or None when the folder has no such file."""
-    from superb.stage_scores import KEYS, read_stage_scores
 
     frame = read_stage_scores(folder)
     if frame is None:

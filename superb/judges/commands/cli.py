@@ -16,6 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from superb.errors import SuperbError
+from superb.judges.commands.spec import load_judge_spec
+from superb.llm.exit_code import folder_usage, llm_exit_code
+from superb.report import write_report
+
 
 def register(subparsers: Any) -> None:
     judge = subparsers.add_parser("judge", help="label query-product pairs with LLM judges; agreement with humans "
@@ -54,8 +59,6 @@ FILL_ONLY = ("judge", "depth", "scope", "dev_sample")  # options that only a fil
 
 
 def _cmd_judge(args) -> int:
-    from superb.errors import SuperbError
-
     mode = "dry_run" if args.dry_run else "from_cache" if args.from_cache else "live"
     if (args.spec is None) == (args.fill is None):
         raise SuperbError("superb judge: give a judge spec (superb judge SPEC) or --fill results/NAME, not both")
@@ -66,9 +69,7 @@ def _cmd_judge(args) -> int:
         raise SuperbError(f"superb judge {args.spec}: {', '.join(stray)} only apply with --fill results/NAME (the "
                           "fill of a results folder); a judge spec sets its judges and pool in the spec itself: drop "
                           f"{'them' if len(stray) > 1 else 'it'}, or give --fill instead of the spec")
-    from superb.llm.exit_code import folder_usage, llm_exit_code
     from superb.judges.commands.run import run_judge_spec
-    from superb.judges.commands.spec import load_judge_spec
 
     spec = load_judge_spec(args.spec)
     out = args.out or Path(spec.output or Path("results") / spec.name)
@@ -109,15 +110,12 @@ def _fill(args, mode: str) -> int:
     print(result["sentence"])
     print((Path(result["folder"]) / "label_study.md").read_text(encoding="utf-8"))
     _page(Path(result["folder"]))
-    from superb.llm.exit_code import llm_exit_code
 
     return llm_exit_code(result["llm_spec"], result["usage"])
 
 
 def _page(folder: Path) -> None:
     """report.html again, so that the page shows the table the fill rewrote (with its filled view and notes)."""
-    from superb.errors import SuperbError
-    from superb.report import write_report
 
     try:
         print(f"report: {write_report(folder)} (open it in a browser; it needs no network)")

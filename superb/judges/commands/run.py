@@ -55,6 +55,15 @@ from superb.judges.agreement_report import (agreement_frame, aligned, ceiling_ro
 from superb.judges.commands.spec import JudgeSpec
 from superb.llm.connect import open_for_spec
 from superb.provenance import write as write_provenance
+from superb.eval.measures import parse_measures
+from superb.judges.agreement import others_consensus
+from superb.judges.benchmark import build_benchmark
+from superb.judges.studies.calibration_run import check_pool, run_scoring, split_pool
+from superb.judges.studies.label_run import run_label_study, study_systems
+from superb.judges.studies.pairwise import default_field_sets, format_table, given_pairs, pairwise_study, sample_pairs
+from superb.judges.studies.preference import CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot, probability_study
+from superb.llm.ship import SHIPPED_FILE, response_log, write_shipped
+from superb.pipelines import from_spec
 
 
 def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataFrame:
@@ -62,8 +71,6 @@ def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataF
     sample per query (generator seeded with pool.seed, queries in qid order, products in docno order)."""
     pool = spec.pool
     if pool.source == "first_stage":
-        from superb.pipelines import from_spec
-
         run = from_spec(pool.first_stage, dataset, path="pool.first_stage")(topics[["qid", "query"]])
         pairs = run[["qid", "docno"]]
     else:
@@ -114,8 +121,6 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None, mod
     if pool.empty:
         raise DataError("the pool is empty: the selected queries have no pairs to judge; check [queries] and [pool]")
     if spec.scoring:
-        from superb.judges.studies.calibration_run import check_pool, split_pool
-
         check_pool(split_pool(pool), ratings, dataset.name)  # before any call
     if mode == "dry_run":
         with tempfile.TemporaryDirectory(prefix="superb-judge-dry-run-") as scratch:
@@ -136,9 +141,6 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
 
     systems = None
     if spec.label_study is not None:  # read or run the systems first: a bad [label_study] fails before any LLM call
-        from superb.eval.measures import parse_measures
-        from superb.judges.studies.label_run import study_systems
-
         parse_measures(list(spec.label_study.measures), rel=rel, path="label_study.measures")
         systems = study_systems(spec.label_study, dataset, topics)
     rows, variants, labelled = [], {}, {}
@@ -154,8 +156,6 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
         for _, judge in generated:
             _check_scale(judge.labels, dataset.labels, spec.label_map)
         if spec.scoring:
-            from superb.judges.studies.calibration_run import run_scoring
-
             scored = run_scoring(spec, dataset, llm, pool, out, model=llm_info.get("model"))
             labelled.update({k: v for k, v in scored.pop("labelled").items() if v})
             variants["calibrated"] = scored
@@ -184,7 +184,6 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
             return {"usage": llm.usage.to_dict() if hasattr(llm, "usage") else {}, "llm": llm_info,
                     "counts": {"queries": len(topics), "pairs": len(pool) if spec.variants else 0,
                                "pairwise_pairs": (variants.get("pairwise_study") or {}).get("pairs", 0)}}
-        from superb.llm.ship import response_log
 
         log = response_log(llm)
     if ratings is not None:
@@ -205,8 +204,6 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
              f"binary threshold {rel}.\n\n"
     (out / "agreement.md").write_text(header + (format_markdown(table) if len(table) else ""), encoding="utf-8")
     if spec.label_study is not None:
-        from superb.judges.studies.label_run import run_label_study
-
         if labelled:
             variants["label_study"] = run_label_study(spec.label_study, systems, topics=topics, pool=pool,
                                                       human=qrels, variants=labelled, rel=rel,
@@ -215,8 +212,6 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
             variants["label_study"] = {"skipped": "no judge labelled any pool pair (nothing scored yet)"}
     shipped = None
     if log is not None:
-        from superb.llm.ship import SHIPPED_FILE, write_shipped
-
         shipped = write_shipped(log, out / SHIPPED_FILE)
     provenance = {"spec": _jsonable(_spec_dict(spec)), "dataset": _jsonable(dataset.provenance()), "llm": llm_info,
                   "mode": mode, "variants": _jsonable(variants),
@@ -228,7 +223,6 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
 
 def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, llm: Any = None) -> dict:
     """[benchmark]: build_benchmark on the selected queries, with the spec and timings added to provenance.json."""
-    from superb.judges.benchmark import build_benchmark
 
     t0 = time.perf_counter()
     b = spec.benchmark
@@ -255,10 +249,6 @@ def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out
     (pairwise.md / pairwise.csv / pairwise_decisions.jsonl) and, with probability = true, the precision/recall curve
     of P(first preferred) (superb.judges.studies.preference: pairwise_probability.csv, pairwise_curve.csv,
     pairwise_pr.png); the pairs in pairwise_pairs.tsv."""
-    from superb.judges.studies.pairwise import (default_field_sets, format_table, given_pairs, pairwise_study,
-                                              sample_pairs)
-    from superb.judges.studies.preference import (CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot,
-                                                probability_study)
 
     opts = spec.pairwise
     grades, human = _pair_grades(opts, dataset)
@@ -345,7 +335,6 @@ def _of_split(topics: pd.DataFrame, split: str) -> pd.DataFrame:
 def _rater_heatmaps(ratings: pd.DataFrame, labels, out: Path, name: str) -> None:
     """Confusion heatmaps of each rater against the consensus of the OTHER raters (the leave-one-out human ceiling,
     superb.judges.agreement.others_consensus), on all rated pairs."""
-    from superb.judges.agreement import others_consensus
 
     raters = [c for c in ratings.columns if c.startswith("rater_")]
     if len(raters) < 3:

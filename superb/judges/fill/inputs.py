@@ -12,6 +12,8 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
+from superb.experiment import ExperimentResult, PipelineResult
+from superb.judges.scoring import PRESETS
 
 SCOPES = ("all", "unjudged")
 LLM_QRELS, FINGERPRINT, LABELS_FILE, VIEWS_FILE = "llm_qrels.trec", "llm_qrels.json", "llm_labels.tsv", "views.md"
@@ -28,8 +30,6 @@ class FillOptions:
     dev_sample: int | None = None  # fit the cut points on a seeded sample of this many dev queries (default: all)
 
     def members(self) -> list[str]:
-        from superb.judges.scoring import PRESETS
-
         names = [m.strip() for m in self.judge.split("+") if m.strip()]
         unknown = [m for m in names if m not in PRESETS]
         if not names or unknown or len(set(names)) != len(names):
@@ -58,7 +58,6 @@ class Folder:
 
     def result(self):
         """An ExperimentResult holding what evaluation needs (superb.results.evaluate / write_table)."""
-        from superb.experiment import ExperimentResult, PipelineResult
 
         return ExperimentResult(spec=self.spec, topics=self.topics, qrels=self.qrels,
                                 pipelines={n: PipelineResult(n, r, 0.0) for n, r in self.runs.items()},

@@ -58,12 +58,18 @@ import pandas as pd
 from superb.errors import DataError
 from superb.judges.fill.inputs import FillOptions, Folder
 from superb.judges.fill.write import write_fill
+from superb.atomic import check_replaceable
+from superb.judges.from_cache import rated_pool
+from superb.judges.scoring import build_scoring_judge
+from superb.judges.studies.calibration import Ensemble, KappaCutSearch
+from superb.llm.connect import open_for_spec
+from superb.llm.ship import response_log
+from superb.runs import read_qrels, read_run, strictly_decreasing
+from superb.spec import parse_spec
 
 
 def read_folder(path: str | Path) -> Folder:
     """The folder's files; a missing file or a shard folder is a DataError naming it."""
-    from superb.runs import read_qrels, read_run
-    from superb.spec import parse_spec
 
     path = Path(path)
 
@@ -90,7 +96,6 @@ def read_folder(path: str | Path) -> Folder:
 def top_pairs(runs: dict[str, pd.DataFrame], depth: int) -> pd.DataFrame:
     """qid, docno, systems (how many systems rank it in their top ``depth``), best_rank: the union of every run's
     top ``depth`` (rank order by superb.runs, as evaluation reads the runs)."""
-    from superb.runs import strictly_decreasing
 
     parts = []
     for name, run in runs.items():
@@ -109,9 +114,6 @@ class FittedJudge:
     dev rated pairs. ``score(pool)`` -> qid, docno, score, status; ``fit(dev_pool, ratings)``; ``label(scores)``."""
 
     def __init__(self, members: list[str], *, llm: Any, dataset: Any, weights: str = "linear"):
-        from superb.judges.studies.calibration import Ensemble, KappaCutSearch
-        from superb.judges.scoring import build_scoring_judge
-
         self.names = members
         self.scorers = {m: build_scoring_judge(m, llm=llm, dataset=dataset, name=m, path=f"--judge {m}")
                         for m in members}
@@ -182,9 +184,7 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
     """Label the folder's targets and write the files of the module docstring (mode "live" or "from_cache"), or
     only count the calls a live fill would make (mode "dry_run": returns ``usage``; nothing is written). ``out``: write
     the filled copy there and leave ``folder`` unchanged (default: fill ``folder`` in place)."""
-    from superb.atomic import check_replaceable
     from superb.data import load_dataset
-    from superb.llm.connect import open_for_spec
 
     t0 = time.perf_counter()
     members = options.members()
@@ -216,7 +216,6 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
         judge.fit(dev, ratings)
         labels = judge.label(asked[["qid", "query", "docno"]])
         usage = llm.usage.to_dict() if hasattr(llm, "usage") else {}
-        from superb.llm.ship import response_log
 
         log = response_log(llm)
     targets = targets.merge(labels, on=["qid", "docno"], how="left")
@@ -232,7 +231,6 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
 
 def dev_pairs(dataset: Any, sample: int | None, seed: int = 0) -> pd.DataFrame:
     """The dev-split rated pairs the cut points are fitted on: all, or those of ``sample`` seeded dev queries."""
-    from superb.judges.from_cache import rated_pool
 
     dev = rated_pool(dataset, ["dev"])
     if sample is None:

@@ -29,6 +29,9 @@ import pandas as pd
 from superb.judges.fill.inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE,
                                        Folder, FillOptions)
 from superb.provenance import record_code
+from superb.atomic import replacing
+from superb.llm.cache import ResponseCache
+from superb.llm.ship import SHIPPED_FILE, _sha256, read_lines, row_line, write_lines
 
 FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
 
@@ -101,8 +104,6 @@ def write_fill(folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: di
     """Write the fill's files into a copy of the folder and swap it in at ``out`` (default: the folder itself;
     superb.atomic: a failure or Ctrl-C leaves the target as it was)."""
     import shutil
-
-    from superb.atomic import replacing
 
     target = Path(out) if out is not None else folder.path
     with replacing(target) as tmp:
@@ -260,8 +261,6 @@ def _readme_section(path: Path, name: str, text: str) -> None:
 def _merge_responses(out: Path, log: Any, run_summary: dict | None) -> dict | None:
     """The folder's responses.jsonl.gz plus the judge's rows (one per key; a key in both keeps the folder's row,
     counted as a conflict if the answers differ), sorted by key; None when the judge used no cache."""
-    from superb.llm.cache import ResponseCache
-    from superb.llm.ship import SHIPPED_FILE, _sha256, read_lines, row_line, write_lines
 
     if log is None:
         return None

@@ -40,6 +40,7 @@ import pandas as pd
 from superb.judges.agreement import LABELS, OTHERS, confusion_matrix, others_consensus, per_label
 from superb.judges.bootstrap import QueryBootstrap, agreement_intervals, fleiss_intervals
 from superb.judges.studies.calibration import Ensemble, KappaCutSearch
+from superb.judges.agreement_report import confusion_heatmap
 
 STATS = ("agreement", "kappa", "kappa_linear", "kappa_quadratic")
 FINAL = "final"
@@ -352,7 +353,6 @@ def format_markdown(study: CalibratedStudy) -> str:
 
 def write_study(study: CalibratedStudy, out_dir: str | Path, title: str = "calibrated judges") -> Path:
     """agreement_calibrated.md / .csv, coverage.csv, and per judge NAME/labels.tsv, per_label.csv, confusion_*.png."""
-    from superb.judges.agreement_report import confusion_heatmap
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

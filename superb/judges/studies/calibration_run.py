@@ -34,12 +34,13 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SpecError
+from superb.judges.records import Judgment, OK
+from superb.judges.scoring import build_scoring_judge
 
 
 def build_scorers(variants, *, llm: Any, dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(scoring judges by name, ensembles by name), all built before any call, so a bad option fails first."""
     from superb.judges.studies.calibration import Ensemble
-    from superb.judges.scoring import build_scoring_judge
 
     judges, ensembles = {}, {}
     for name, options in variants:
@@ -165,7 +166,6 @@ def coverage_notes(record: dict) -> list[str]:
 
 def test_judgments(frame: pd.DataFrame, entry: dict) -> list:
     """The calibrated TEST labels of one judge as Judgment records (for the spec's [label_study])."""
-    from superb.judges.records import OK, Judgment
 
     template = ";".join(f"{k}={v}" for k, v in sorted((entry.get("templates") or {}).items()))
     test = frame[frame["split"] == "test"]

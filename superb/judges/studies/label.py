@@ -16,6 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from superb.eval.evaluate import View, families, per_query, significance
+from superb.eval.measures import parse_measure
+from superb.eval.stats import PairedTest
+from superb.judges.bootstrap import TIE_DIGITS, tau_intervals
+from superb.judges.pair_agreement import pair_agreement
+
 
 @dataclass
 class LabelStudy:
@@ -44,8 +50,6 @@ def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names:
     (the two evaluations must then cover the same queries)."""
     from scipy.stats import kendalltau
 
-    from superb.judges.bootstrap import TIE_DIGITS
-
     a_name, b_name = names
     # means equal up to the order their values were summed in are ties (as in superb.judges.bootstrap.kendall_tau_b)
     mean_a = perquery_a.groupby(["measure", "system"], sort=False)["value"].mean().round(TIE_DIGITS)
@@ -71,8 +75,6 @@ def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names:
                      f"order_{b_name}": " > ".join(sb.sort_values(ascending=False, kind="stable").index)})
     out = pd.DataFrame(rows)
     if bootstrap is not None and len(out):
-        from superb.judges.bootstrap import tau_intervals
-
         bounds = tau_intervals(perquery_a, perquery_b, bootstrap)[["measure", "tau_low", "tau_high"]]
         out = out.merge(bounds, on="measure", how="left")
         out.insert(out.columns.get_loc("tau") + 1, "tau_low", out.pop("tau_low"))
@@ -110,10 +112,6 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
     randomization test) and ``seed`` reach both. ``bootstrap``
     (superb.judges.bootstrap.QueryBootstrap) adds 95% intervals for Kendall's tau (tau_low, tau_high).
     ``judge_ranked``: the systems the judge's own model ranked, for the self-preference counts of the pair agreement."""
-    from superb.eval.evaluate import View, families, per_query, significance
-    from superb.eval.measures import parse_measure
-    from superb.eval.stats import PairedTest
-    from superb.judges.pair_agreement import pair_agreement
 
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"names must be two different labels for the qrels sets, got {list(names)}")

@@ -32,6 +32,11 @@ from superb.errors import DataError, SpecError
 from superb.judges.pair_agreement import markdown_cells, markdown_header
 from superb.judges.records import Judgment
 from superb.judges.commands.spec import LabelStudySpec
+from superb.eval.measures import parse_measures
+from superb.experiment import run_systems
+from superb.judges.studies.label import label_study, verdict_flips
+from superb.runs import read_run
+from superb.spec import PipelineSpec
 
 
 def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_name: str
@@ -64,7 +69,6 @@ def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_n
             untested.append(f"{s} (baseline {b} not selected)")
             b = None
         baselines[s] = b
-    from superb.runs import read_run
 
     runs = {s: read_run(folder / systems[s]) for s in names}
     return runs, baselines, {"source": str(folder), "untested_without_baseline": untested}
@@ -73,8 +77,6 @@ def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_n
 def runs_from_first_stages(systems: Sequence[Mapping[str, Any]], dataset: Any, topics: pd.DataFrame
                            ) -> tuple[dict[str, pd.DataFrame], dict[str, str | None], dict]:
     """Run each {name, first_stage, baseline} on the selected queries, as `superb run` runs its pipelines."""
-    from superb.experiment import run_systems
-    from superb.spec import PipelineSpec
 
     pipelines = tuple(PipelineSpec(name=s["name"], path=f"label_study.systems[{i}]", first_stage=s["first_stage"],
                                    baseline=s.get("baseline")) for i, s in enumerate(systems))
@@ -111,8 +113,6 @@ def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame,
                     label_map: Mapping[int, int] | None, out: str | Path, title: str = "") -> dict:
     """Evaluate ``systems`` (from :func:`study_systems`) under the human and each variant's labels; write
     label_study.md/.csv (see the module docstring)."""
-    from superb.eval.measures import parse_measures
-    from superb.judges.studies.label import label_study
 
     measures = parse_measures(list(ls.measures), rel=rel, path="label_study.measures")
     runs, baselines, info = systems
@@ -172,8 +172,6 @@ def _check_coverage(runs: Mapping[str, pd.DataFrame], queries: Sequence[str], in
 
 
 def _all_verdicts(study) -> pd.DataFrame:
-    from superb.judges.studies.label import verdict_flips
-
     every = verdict_flips(study.tables["human"], study.tables["judge"], ("human", "judge"), only_flips=False)
     every = every[every["verdict_human"].ne("") | every["verdict_judge"].ne("")]
     flipped = every["verdict_human"].map(_conclusion) != every["verdict_judge"].map(_conclusion)

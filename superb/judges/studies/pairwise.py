@@ -31,6 +31,8 @@ from superb.errors import DataError
 from superb.judges.agreement import pairwise_precision_recall
 from superb.judges.judge import run_all
 from superb.llm.prompts import load_template
+from superb.llm.comparator import PairwiseComparator
+from superb.llm.runner import progress_bar as bar
 
 PAIR_COLUMNS = ["pair", "qid", "query", "docno_a", "docno_b", "label_a", "label_b", "human"]
 TABLE_COLUMNS = ["fields", "choice", "orders", "asked", "decided", "agreed", "precision", "recall",
@@ -154,7 +156,6 @@ def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,
     """Ask ``llm`` about every pair under every variant. Returns (table, decisions):
     table has one row per (fields, choice, orders) with TABLE_COLUMNS; decisions one row per (pair, fields, choice)
     with the parsed answer of each order, the one-order and both-orders winners, and the raw answers."""
-    from superb.llm.comparator import PairwiseComparator
 
     missing = [c for c in PAIR_COLUMNS if c not in pairs.columns]
     if missing:
@@ -204,7 +205,6 @@ def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,
 def progress_bar(total: int):
     """The study's bar (superb.llm.runner.progress_bar), one step per pair and variant; it spans several run_all
     calls, so the coroutines advance it themselves (:func:`_ticking`) and the caller closes it."""
-    from superb.llm.runner import progress_bar as bar
 
     return bar(total, "pairwise study", unit="pair")
 

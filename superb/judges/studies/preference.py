@@ -37,6 +37,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from superb.judges.judge import run_all
+from superb.judges.studies.pairwise import _ticking, progress_bar
+from superb.llm.preference import PairwisePreference
+
 TABLE_THRESHOLDS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.45)
 MARGIN_QUANTILES = (0.25, 0.5, 0.75, 0.9)  # pairwise.md reads the curve at these quantiles of the observed margins
 CALLS_PER_PAIR = {"probability": 2, "forced": 2, "allow neither": 2}
@@ -80,9 +84,6 @@ def ask_preferences(dataset: Any, llm: Any, pairs: pd.DataFrame, fields: Sequenc
     """One row per pair: pair, p1, p2 (NaN where that order has no answer), the source of each order's reading,
     and the human side. Returns (frame, the PairwisePreference's stats and template id). ``bar``: a progress bar
     advanced once per pair."""
-    from superb.judges.judge import run_all
-    from superb.judges.studies.pairwise import _ticking
-    from superb.llm.preference import PairwisePreference
 
     pref = PairwisePreference(llm, template, both_orders=True, fields=tuple(fields), max_chars=max_chars,
                               tag="judge:pairwise-probability")
@@ -195,7 +196,6 @@ def pr_plot(full: pd.DataFrame, generated: pd.DataFrame | None, path: str | Path
 def probability_study(dataset: Any, llm: Any, pairs: pd.DataFrame,
                       field_sets: Mapping[str, Sequence[str]]) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """(per-pair readings, full curves) over every field set and rule, and info (template, stats per field set)."""
-    from superb.judges.studies.pairwise import progress_bar
 
     readings, curves, info = [], [], {}
     bar = progress_bar(len(field_sets) * len(pairs))  # the same bar as the generated forms' (issue 23.10)
