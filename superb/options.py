@@ -166,12 +166,9 @@ class Expand:
     cls: type
 
 
-def constructor_options(cls: type) -> dict[str, Opt]:
-    """The spec options ``cls`` declares in its constructor: each keyword parameter annotated ``Annotated[T,
-    parser]``, its default the parameter's; an ``Expand`` parameter adds its class's options. A ``**kw`` constructor
-    goes on into the parent class's; the first class that names a parameter decides (an unannotated parameter hides
-    the parent's option of that name)."""
-    schema: dict[str, Opt] = {}
+def _declared(cls: type):
+    """(parameter, its annotation metadata) of every keyword parameter of ``cls``'s constructors, the first class
+    that names a parameter deciding; a ``**kw`` constructor goes on into the parent class's."""
     seen: set[str] = set()
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
@@ -183,32 +180,29 @@ def constructor_options(cls: type) -> dict[str, Opt]:
             if name in seen or p.kind not in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) or name == "self":
                 continue
             seen.add(name)
-            for meta in getattr(hints.get(name), "__metadata__", ()):
-                if isinstance(meta, Expand):
-                    schema.update((k, v) for k, v in constructor_options(meta.cls).items() if k not in seen)
-                elif callable(meta):
-                    schema[name] = Opt(REQUIRED if p.default is p.empty else p.default, meta)
+            yield p, getattr(hints.get(name), "__metadata__", ())
         if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            break
+            return
+
+
+def constructor_options(cls: type) -> dict[str, Opt]:
+    """The spec options ``cls`` declares in its constructor: each keyword parameter annotated ``Annotated[T,
+    parser]``, its default the parameter's (none: a required option); an ``Expand`` parameter adds its class's
+    options. A ``**kw`` constructor goes on into the parent class's; the first class that names a parameter decides
+    (an unannotated parameter hides the parent's option of that name)."""
+    schema: dict[str, Opt] = {}
+    for p, metadata in _declared(cls):
+        for meta in metadata:
+            if isinstance(meta, Expand):
+                schema.update((k, v) for k, v in constructor_options(meta.cls).items() if k not in schema)
+            elif callable(meta):
+                schema[p.name] = Opt(REQUIRED if p.default is p.empty else p.default, meta)
     return schema
 
 
 def expanded(cls: type) -> dict[str, type]:
     """``{parameter: class}`` of ``cls``'s ``Expand`` parameters (following ``**kw`` as constructor_options)."""
-    out: dict[str, type] = {}
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        hints = typing.get_type_hints(init, include_extras=True)
-        params = inspect.signature(init).parameters
-        for name in params:
-            for meta in getattr(hints.get(name), "__metadata__", ()):
-                if isinstance(meta, Expand):
-                    out.setdefault(name, meta.cls)
-        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            break
-    return out
+    return {p.name: meta.cls for p, metadata in _declared(cls) for meta in metadata if isinstance(meta, Expand)}
 
 
 # Options renamed because one name meant two things: old key -> (new key, why). An old key is refused with the new
