@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from superb.errors import SpecError
-from superb.options import check_keys, number, one_of, positive_int
+from superb.options import check_keys, join, number, one_of, positive_int
 
 ENGINES = ("terrier", "pisa")
 MODELS = ("bm25", "rm3")
@@ -40,10 +40,6 @@ class FirstStageOptions:
     fb_docs: int = RM3_DEFAULTS["fb_docs"]
     fb_terms: int = RM3_DEFAULTS["fb_terms"]
     fb_lambda: float = RM3_DEFAULTS["fb_lambda"]
-
-
-def _key(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 def _choice(value: Any, allowed: tuple[str, ...], key: str) -> str:
@@ -79,19 +75,19 @@ def validate_options(
     path: str = "first_stage",
 ) -> FirstStageOptions:
     """Check every option, name the key at fault, and return the resolved :class:`FirstStageOptions`."""
-    engine = _choice(engine, ENGINES, _key(path, "engine"))
-    model = _choice(model, MODELS, _key(path, "model"))
-    depth = positive_int(depth, _key(path, "depth"))
-    chosen_fields = _fields(fields, available_fields, _key(path, "fields"))
+    engine = _choice(engine, ENGINES, join(path, "engine"))
+    model = _choice(model, MODELS, join(path, "model"))
+    depth = positive_int(depth, join(path, "depth"))
+    chosen_fields = _fields(fields, available_fields, join(path, "fields"))
     bm25 = dict(bm25 or {})
     check_keys(bm25, path, optional=BM25_DEFAULTS, what="option")
     params = {**BM25_DEFAULTS, **bm25}
-    k1 = number(0.0)(params["k1"], _key(path, "k1"))
-    b = number(0.0, 1.0)(params["b"], _key(path, "b"))
+    k1 = number(0.0)(params["k1"], join(path, "k1"))
+    b = number(0.0, 1.0)(params["b"], join(path, "b"))
     rm3 = dict(rm3 or {})
     check_keys(rm3, path, optional=RM3_DEFAULTS, what="option")
     if rm3 and model != "rm3":
-        raise SpecError(_key(path, sorted(rm3)[0]),
+        raise SpecError(join(path, sorted(rm3)[0]),
                         f"RM3 options {sorted(rm3)} need model = 'rm3', found model = {model!r}")
     fb = {**RM3_DEFAULTS, **rm3}
     return FirstStageOptions(
@@ -101,9 +97,9 @@ def validate_options(
         fields=chosen_fields,
         k1=k1,
         b=b,
-        fb_docs=positive_int(fb["fb_docs"], _key(path, "fb_docs")),
-        fb_terms=positive_int(fb["fb_terms"], _key(path, "fb_terms")),
-        fb_lambda=number(0.0, 1.0)(fb["fb_lambda"], _key(path, "fb_lambda")),
+        fb_docs=positive_int(fb["fb_docs"], join(path, "fb_docs")),
+        fb_terms=positive_int(fb["fb_terms"], join(path, "fb_terms")),
+        fb_lambda=number(0.0, 1.0)(fb["fb_lambda"], join(path, "fb_lambda")),
     )
 
 

@@ -18,10 +18,10 @@ import pyterrier as pt
 
 from superb.pipelines.index_cache import CachedIndex
 from superb.pipelines.options import FirstStageOptions
-from superb.pipelines.query_text import sanitise_query
-from superb.runs import trec_order
 from superb.pipelines.pisa import PisaEngine
+from superb.pipelines.query_text import sanitise_query
 from superb.pipelines.terrier import TerrierEngine
+from superb.runs import trec_order
 
 _RESULT_COLUMNS = ("docno", "score", "rank")
 

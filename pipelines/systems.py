@@ -15,9 +15,9 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
-from superb.pipelines.pipeline_spec import PipelineSpec
 from superb.errors import SpecError
 from superb.pipelines import from_spec
+from superb.pipelines.pipeline_spec import PipelineSpec
 from superb.transformers import BuildContext, build_reranker
 
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from superb.errors import DataError, SpecError
 from superb.digest import sha256_file
+from superb.errors import DataError, SpecError
 from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results
 from superb.spec import parse_spec, read_toml
 

@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SpecError
-from superb.spec import PipelineSpec, QueriesSpec, Spec
 from superb.llm import describe
 from superb.llm.connect import check_table, open_for_spec
 from superb.llm.ship import response_log
+from superb.spec import PipelineSpec, QueriesSpec, Spec
 
 log = logging.getLogger(__name__)
 

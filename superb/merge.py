@@ -35,9 +35,9 @@ import pandas as pd
 
 from superb.digest import sha256_file
 from superb.errors import DataError
-from superb.shards import SHARD_RULE, Shard, spec_differences, spec_digest
 from superb.experiment import ExperimentResult, PipelineResult
 from superb.llm.ship import _sha256, read_lines, write_lines
+from superb.shards import SHARD_RULE, Shard, spec_differences, spec_digest
 from superb.spec import parse_spec
 from superb.stage_scores import with_stage_scores
 

@@ -37,11 +37,6 @@ from typing import Any
 import pandas as pd
 
 from superb.atomic import replacing
-from superb.experiment import ExperimentResult
-from superb.llm.ship import ship_responses
-from superb.runs import TIE_RULE, write_run
-from superb.spec import check_file_names, file_name
-from superb.stage_scores import write_stage_scores
 from superb.eval.effects import power_summary
 from superb.eval.evaluate import View, make_views, no_relevant_counts, no_relevant_queries, per_query, significance
 from superb.eval.families import Hypothesis, by_construction, families
@@ -50,8 +45,13 @@ from superb.eval.plots import cost_plot, gain_plot
 from superb.eval.stats import PairedTest
 from superb.eval.table_files import read_tables, write_tables
 from superb.eval.table_markdown import format_markdown, views_sentence
+from superb.experiment import ExperimentResult
+from superb.llm.ship import ship_responses
 from superb.provenance import write as write_provenance
+from superb.runs import TIE_RULE, write_run
 from superb.shards import file_digests
+from superb.spec import check_file_names, file_name
+from superb.stage_scores import write_stage_scores
 
 USAGE_COLUMNS = ("calls", "cache_hits", "coalesced", "failures", "retries", "prompt_tokens", "completion_tokens",
                  "saved_prompt_tokens", "server_cached_tokens")

@@ -28,8 +28,8 @@ import pandas as pd
 
 from superb.digest import sha256_file
 from superb.errors import DataError, utf8_error
-from superb.runs import trec_order
 from superb.errors import SpecError
+from superb.runs import trec_order
 
 FORMATS = ("trec", "rank_llm")
 RUN_KEYS = ("run", "depth", "format")  # a spec's first_stage table that is a given run

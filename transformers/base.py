@@ -45,10 +45,10 @@ so equal values keep the prior order.
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from dataclasses import dataclass
 from numbers import Real
-import inspect
 from typing import Annotated, Any, Mapping, Sequence
 
 import numpy as np
@@ -56,12 +56,12 @@ import pandas as pd
 import pyterrier as pt
 
 from superb.errors import SpecError
-from superb.llm.types import ChatRequest, Completion
-from superb.llm.text import ProductText, clean
-from superb.options import Expand, Opt, TopK, constructor_options, construct, expanded, read_options
-from superb.transformers.blend import blend
 from superb.llm.batch import PendingRequest
 from superb.llm.runner import progress_bar, run_all
+from superb.llm.text import ProductText, clean
+from superb.llm.types import ChatRequest, Completion
+from superb.options import Expand, Opt, TopK, constructor_options, construct, expanded, read_options
+from superb.transformers.blend import blend
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
 FIRST_STAGE_SCORE = "first_stage_score"  # the retrieval score, kept through reranking stages (see the docstring)
@@ -337,17 +337,15 @@ def require_llm(context: Any, path: str) -> Any:
 def require_dataset(context: Any, path: str) -> Any:
     dataset = getattr(context, "dataset", None)
     if dataset is None:
-        raise SpecError(path, "this stage needs the data set (e.g. its Terrier index), but the build context has none")
+        raise SpecError(path, "this stage needs the data set (its product text or its index), but the build context has "
+                              "none")
     return dataset
 
 
 def product_text(opts: Mapping[str, Any], context: Any, path: str, cls: type = ProductText) -> ProductText:
     """The text a reranker shows, built from its spec options (ProductText's: ``fields``, else the data set's
     ``prompt_fields``; ``text_tokens``; ``guard``) over the build context's data set."""
-    dataset = getattr(context, "dataset", None)
-    if dataset is None:
-        raise SpecError(path, "this reranker needs product text, but the build context has no dataset")
-    return construct(cls, path, dataset, **opts)
+    return construct(cls, path, require_dataset(context, path), **opts)
 
 
 #: the passage form of each product template that has one (TREC DL: the papers' prompts, no shop wording)

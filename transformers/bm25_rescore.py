@@ -17,10 +17,10 @@ from typing import Annotated, Any
 
 import pandas as pd
 
-from superb.pipelines.query_text import sanitise_query
-from superb.transformers.base import Candidates, Reranker
 from superb.options import FieldNames, TopK
 from superb.pipelines import first_stage
+from superb.pipelines.query_text import sanitise_query
+from superb.transformers.base import Candidates, Reranker
 
 
 def _as_given(value: Any, path: str) -> Any:

@@ -35,13 +35,13 @@ import pandas as pd
 import pyterrier as pt
 
 from superb.errors import SpecError
-from superb.llm.types import ChatRequest, Completion
-from superb.pipelines.query_text import sanitise_query
-from superb.options import Flag, NonNegativeInt, PositiveInt
 from superb.llm.prompts import template_name
-from superb.transformers.base import build_stage
 from superb.llm.prompts import load_template
 from superb.llm.runner import progress_bar, run_all
+from superb.llm.types import ChatRequest, Completion
+from superb.options import Flag, NonNegativeInt, PositiveInt
+from superb.pipelines.query_text import sanitise_query
+from superb.transformers.base import build_stage
 
 TEMPLATE = "deliberated_attributes"  # the ideal product's attributes: superb.llm.ideal's request, shared (and cached)
 MAX_TOKENS = 160  # with the deliberated reranker and judge when repeat/samples leave sample 0 as it is

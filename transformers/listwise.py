@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from superb.errors import SpecError
-from superb.options import Flag, NonNegativeInt, OneOf
 from superb.llm.prompts import TemplateName
+from superb.options import Flag, NonNegativeInt, OneOf
 from superb.transformers.base import Candidates, Reranker, default_template, scores_from_order, text_dataset
 from superb.transformers.window import DEFAULT_TEMPLATES, MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
 

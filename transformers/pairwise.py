@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from superb.llm.types import ChatRequest, Completion
-from superb.transformers.aggregation import AllPairs, MergeSort, strategy as make_strategy
 from superb.llm.comparator import PairwiseComparator, PromptTemplate
+from superb.llm.types import ChatRequest, Completion
 from superb.options import Flag, OneOf, TopK
+from superb.transformers.aggregation import AllPairs, MergeSort, strategy as make_strategy
 from superb.transformers.base import Candidates, Reranker, Text, scores_from_order
 
 DEFAULT_TEMPLATE = "pairwise_compare"

@@ -32,9 +32,9 @@ from typing import Any, Mapping, Sequence
 
 from superb.errors import SpecError
 from superb.llm.preference import DEFAULT_TEMPLATE, PairwisePreference
+from superb.llm.prompts import TemplateName
 from superb.llm.types import ChatRequest, Completion
 from superb.options import Flag, OneOf, PositiveInt, TopK
-from superb.llm.prompts import TemplateName
 from superb.transformers.base import Candidates, Reranker, Text, default_template, scores_from_order, text_dataset
 from superb.transformers.selection import BubbleTopK, PairHeapTopK, PairMergeSort, SoftAllPairs
 

@@ -21,11 +21,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from superb.llm.rubric_parsing import DEFAULT_RUBRICS, Rubric, parse_rubric_scores, parse_rubrics, parse_selection
-from superb.llm.types import ChatRequest
 from superb.llm.comparator import AsyncLLM, PromptTemplate
 from superb.llm.prompts import load_template
+from superb.llm.rubric_parsing import DEFAULT_RUBRICS, Rubric, parse_rubric_scores, parse_rubrics, parse_selection
 from superb.llm.text import clean
+from superb.llm.types import ChatRequest
 from superb.options import PositiveInt, TopK
 from superb.transformers.base import Candidates, Reranker, Text, scores_from_order
 

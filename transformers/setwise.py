@@ -32,13 +32,13 @@ from typing import Any, Sequence
 
 from superb.llm.parsing import LETTERS
 from superb.llm.preference import Choice, count_choice, read_choice
+from superb.llm.prompts import TemplateName
+from superb.llm.prompts import load_template
 from superb.llm.types import ChatRequest
 from superb.options import Flag, OneOf, PositiveInt, TopK
-from superb.llm.prompts import TemplateName
 from superb.transformers.base import Candidates, Reranker, Text, default_template, scores_from_order, text_dataset
 from superb.transformers.position_prior import PositionPrior
 from superb.transformers.selection import BubbleTopK, HeapTopK
-from superb.llm.prompts import load_template
 
 DEFAULT_TEMPLATE = "setwise_best"
 STRATEGIES = ("heap", "bubble")

@@ -15,8 +15,8 @@ import math
 from typing import Any, Mapping
 
 from superb.errors import SpecError
-from superb.transformers.base import Candidates, scores_from_order
 from superb.options import PositiveInt, TopK
+from superb.transformers.base import Candidates, scores_from_order
 from superb.transformers.listwise import ListwiseReranker, check_calibrate
 
 

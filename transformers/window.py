@@ -30,8 +30,8 @@ from typing import Any, Sequence
 
 from superb.llm.parsing import LETTERS, parse_permutation
 from superb.llm.preference import count_choice, read_choice
-from superb.llm.types import ChatRequest
 from superb.llm.prompts import load_template
+from superb.llm.types import ChatRequest
 from superb.transformers.position_prior import PositionPrior
 
 TOKENS_PER_ID = 5  # "[12] > " is about 5 tokens: the generation budget per candidate

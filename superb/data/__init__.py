@@ -23,8 +23,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from superb.errors import SpecError
 from superb.data.registry import register_all
+from superb.errors import SpecError
 
 if TYPE_CHECKING:
     from superb.data.base import Dataset

@@ -32,10 +32,10 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError, SpecError
-from superb.eval.families import Family, Hypothesis, families
-from superb.eval.stats import PairedTest, correct
 from superb.eval.effects import mde, paired_interval, strictest_alpha
+from superb.eval.families import Family, Hypothesis, families
 from superb.eval.families import plan
+from superb.eval.stats import PairedTest, correct
 from superb.runs import strictly_decreasing
 
 VIEW_KINDS = {"full": False, "condensed": True}  # view name -> judged_only

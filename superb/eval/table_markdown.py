@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from superb.eval.stats import CORRECTION_NAMES, TEST_NAMES
 from superb.eval.effects import mde, power_summary, strictest_alpha
+from superb.eval.stats import CORRECTION_NAMES, TEST_NAMES
 
 BETTER, WORSE = "\u2020", "\u2021"  # dagger, double dagger
 CONFIRMED, EXPLORED, SAME = "\u1d9c", "\u1d49", " (=)"  # superscript c, superscript e

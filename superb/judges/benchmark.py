@@ -33,11 +33,11 @@ from typing import Any
 
 import pandas as pd
 
-from superb.judges.judge import build_judge, run_all
-from superb.llm.prompts import load_template
-from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
-from superb.llm.types import ChatRequest
 from superb.errors import DataError
+from superb.judges.judge import build_judge, run_all
+from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
+from superb.llm.prompts import load_template
+from superb.llm.types import ChatRequest
 from superb.pipelines import first_stage
 from superb.provenance import write as write_provenance
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from superb.llm.prompts import load_template
 from superb.llm import ideal
+from superb.llm.prompts import load_template
+from superb.llm.prompts import TemplateRef
 from superb.llm.types import ChatRequest
 from superb.options import PositiveInt
-from superb.llm.prompts import TemplateRef
 
 
 class IdealFirst:

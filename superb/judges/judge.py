@@ -33,13 +33,13 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
+from superb.judges.ideal_step import IdealFirst
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
-from superb.judges.ideal_step import IdealFirst
 from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
 from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, studies.pairwise import run_all here)
-from superb.llm.types import ChatRequest, Completion
 from superb.llm.prompts import TemplateRef, load_template
+from superb.llm.types import ChatRequest, Completion
 from superb.options import (FieldNames, Flag, NonNegativeInt, Opt, PositiveInt, constructor_options, construct,
                             read_options)
 from superb.llm.comparator import PairwiseComparator

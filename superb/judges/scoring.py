@@ -40,14 +40,14 @@ import pandas as pd
 from superb.errors import SpecError
 from superb.judges.ideal_step import IdealFirst
 from superb.judges.judge import progress_bar, query_groups, run_all
+from superb.judges.records import DEFAULT as DEFAULT_STATUS, FAILED as FAILED_STATUS, Judgment, OK as OK_STATUS
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
 from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, parse_yes_no
+from superb.llm.prompts import TemplateRef, load_template, template_name
+from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest, Completion
 from superb.options import FieldNames, Opt, PositiveInt, constructor_options, construct, one_of, read_options
-from superb.llm.prompts import TemplateRef, load_template, template_name
-from superb.judges.records import DEFAULT as DEFAULT_STATUS, FAILED as FAILED_STATUS, Judgment, OK as OK_STATUS
-from superb.llm.text import ProductText
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
 STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING)

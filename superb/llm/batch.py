@@ -37,9 +37,9 @@ from superb.llm.cache import CacheMiss, ResponseCache, _canonical, key_of_canoni
 from superb.llm.client import _ClientBase, chat_body
 from superb.llm.config import LLMConfig
 from superb.llm.dryrun import PER_MESSAGE_TOKENS, estimate_tokens
+from superb.llm.model import model_id
 from superb.llm.types import ChatRequest, Completion
 from superb.llm.usage import Usage
-from superb.llm.model import model_id
 
 BATCH_URL = "/v1/chat/completions"
 FLUSH_EVERY = 1000  # requests buffered before they are written to SQLite

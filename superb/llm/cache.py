@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from superb.errors import LLMError
+from superb.llm.claims import ClaimBook
 from superb.llm.config import CACHE_MODES
 from superb.llm.types import ChatRequest, Completion, TokenLogprob
-from superb.llm.claims import ClaimBook
 
 KEY_VERSION = 1
 

@@ -14,8 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
-from superb.llm.text import clean
 from superb.llm.prompts import load_template
+from superb.llm.text import clean
 from superb.llm.types import ChatRequest, Completion
 
 LHS, RHS, NEITHER = "LHS", "RHS", "NEITHER"

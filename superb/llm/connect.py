@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from superb import paths
+from superb.errors import LLMError
 from superb.llm.cache import ResponseCache
 from superb.llm.client import LLMClient
 from superb.llm.config import LLMConfig
 from superb.llm.dryrun import DryRunClient
 from superb.llm.model import embedded_model_key, model_id
-from superb.llm.usage import Usage
-from superb.errors import LLMError
 from superb.llm.model import resolve_model
 from superb.llm.server import EmbeddedServer
+from superb.llm.usage import Usage
 
 
 def check_table(table: dict[str, Any] | None, path: str = "llm") -> LLMConfig:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from superb.llm.types import ChatRequest, Completion
 from superb.llm.prompts import load_template
+from superb.llm.types import ChatRequest, Completion
 
 TEMPLATE = "deliberated_attributes"
 MAX_TOKENS = 160

@@ -33,8 +33,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
-from superb.llm.prompts import load_template
 from superb.llm.parsing import LETTERS, first_letter_distribution, parse_letter
+from superb.llm.prompts import load_template
 from superb.llm.text import clean
 from superb.llm.types import ChatRequest, Completion
 

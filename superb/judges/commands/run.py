@@ -52,18 +52,18 @@ from superb.judges.judge import build_judge
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
 from superb.judges.agreement_report import (agreement_frame, aligned, ceiling_rows, confusion_heatmap, format_markdown,
                                   judge_rows)
-from superb.judges.commands.spec import JudgeSpec
-from superb.llm.connect import open_for_spec
-from superb.provenance import write as write_provenance
 from superb.eval.measures import parse_measures
 from superb.judges.agreement import others_consensus
 from superb.judges.benchmark import build_benchmark
+from superb.judges.commands.spec import JudgeSpec
 from superb.judges.studies.calibration_run import check_pool, run_scoring, split_pool
 from superb.judges.studies.label_run import run_label_study, study_systems
 from superb.judges.studies.pairwise import default_field_sets, format_table, given_pairs, pairwise_study, sample_pairs
 from superb.judges.studies.preference import CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot, probability_study
+from superb.llm.connect import open_for_spec
 from superb.llm.ship import SHIPPED_FILE, response_log, write_shipped
 from superb.pipelines import from_spec
+from superb.provenance import write as write_provenance
 
 
 def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataFrame:

@@ -55,10 +55,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from superb.atomic import check_replaceable
 from superb.errors import DataError
 from superb.judges.fill.inputs import FillOptions, Folder
 from superb.judges.fill.write import write_fill
-from superb.atomic import check_replaceable
 from superb.judges.from_cache import rated_pool
 from superb.judges.scoring import build_scoring_judge
 from superb.judges.studies.calibration import Ensemble, KappaCutSearch

@@ -28,10 +28,10 @@ import pandas as pd
 
 from superb.judges.fill.inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE,
                                        Folder, FillOptions)
-from superb.provenance import record_code
 from superb.atomic import replacing
 from superb.llm.cache import ResponseCache
 from superb.llm.ship import SHIPPED_FILE, _sha256, read_lines, row_line, write_lines
+from superb.provenance import record_code
 
 FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
 

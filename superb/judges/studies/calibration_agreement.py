@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from superb.judges.agreement import LABELS, OTHERS, confusion_matrix, others_consensus, per_label
+from superb.judges.agreement_report import confusion_heatmap
 from superb.judges.bootstrap import QueryBootstrap, agreement_intervals, fleiss_intervals
 from superb.judges.studies.calibration import Ensemble, KappaCutSearch
-from superb.judges.agreement_report import confusion_heatmap
 
 STATS = ("agreement", "kappa", "kappa_linear", "kappa_quadratic")
 FINAL = "final"

@@ -29,11 +29,11 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError, SpecError
-from superb.judges.pair_agreement import markdown_cells, markdown_header
-from superb.judges.records import Judgment
-from superb.judges.commands.spec import LabelStudySpec
 from superb.eval.measures import parse_measures
 from superb.experiment import run_systems
+from superb.judges.commands.spec import LabelStudySpec
+from superb.judges.pair_agreement import markdown_cells, markdown_header
+from superb.judges.records import Judgment
 from superb.judges.studies.label import label_study, verdict_flips
 from superb.runs import read_run
 from superb.spec import PipelineSpec
