@@ -187,3 +187,24 @@ def test_superb_judge_refuses_the_old_key_before_touching_data_or_model(tmp_path
     err = capsys.readouterr().err
     assert "judge.max_tokens: renamed to 'text_tokens'" in err and "Traceback" not in err
     assert not (tmp_path / "home").exists()  # refused when the spec was read: no data set, cache or model opened
+
+
+@pytest.mark.parametrize("kind", sorted(JUDGES))
+def test_a_wrong_option_of_every_judge_type_is_refused_without_data_or_model(kind):
+    """read_judge_options takes neither a data set nor a model: a wrong key or value is refused from the table alone."""
+    from superb.judges.judge import read_judge_options
+
+    with pytest.raises(SpecError, match=r"^judge\.colour: unknown option"):
+        read_judge_options({"type": kind, "colour": "red"})
+    with pytest.raises(SpecError, match=r"^judge\.text_tokens: expected an integer >= 1"):
+        read_judge_options({"type": kind, "text_tokens": 0})
+
+
+@pytest.mark.parametrize("kind", sorted(scoring.SCHEMAS))
+def test_a_wrong_option_of_every_scoring_judge_type_is_refused_without_data_or_model(kind):
+    from superb.judges.scoring import read_scoring_options
+
+    with pytest.raises(SpecError, match=r"^judge\.colour: unknown option"):
+        read_scoring_options({"type": kind, "template": "pointwise_best", "colour": "red"})
+    with pytest.raises(SpecError, match=r"^judge\.text_tokens: expected an integer >= 1"):
+        read_scoring_options({"type": kind, "template": "pointwise_best", "text_tokens": 0})
