@@ -1,0 +1,55 @@
+"""scripts/rerun_identical.py: a committed folder re-run from its shipped responses alone gives byte-identical run
+files, and a re-run whose shipped responses lack a request fails instead of calling a model."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from superb.llm.cache import CacheMiss
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("rerun_identical", ROOT / "scripts" / "rerun_identical.py")
+ri = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("rerun_identical", ri)
+_spec.loader.exec_module(ri)
+
+
+@pytest.fixture
+def at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)  # provenance.json names the spec file relative to the project
+
+
+def test_every_run_folder_is_found_and_the_judge_folders_are_not(at_root):
+    found = {p.name for p in ri.run_folders()}
+    assert {"quickstart", "chorus_first_stage", "trec_dl19", "trec_dl20", "chorus_table4_full"} <= found
+    assert not found & {"judges_chorus", "judges_chorus_pairwise", "bench", "pending"}
+
+
+def test_quickstart_re_runs_byte_identical_from_its_shipped_responses(at_root):
+    rows = ri.compare(Path("results/quickstart"))
+    assert [r["run_file"] for r in rows] == ["BM25.run", "BM25__listwise-lik.run", "BM25__pointwise.run"]
+    assert all(r["identical"] for r in rows), rows
+    assert all(r["rerun_sha256"] == r["committed_sha256"] for r in rows)
+
+
+def test_a_request_missing_from_the_shipped_responses_fails_the_re_run_without_a_call(at_root, tmp_path, monkeypatch):
+    folder = tmp_path / "quickstart"
+    folder.mkdir()
+    for name in ("provenance.json", "runs"):
+        source = ROOT / "results/quickstart" / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, folder / name)
+    with gzip.open(ROOT / "results/quickstart/responses.jsonl.gz", "rt", encoding="utf-8") as f:
+        lines = [line for line in f if line.strip()]
+    with gzip.open(folder / "responses.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.writelines(lines[:-1])  # the last answer is lost
+    monkeypatch.setenv("SUPERB_EMBEDDED_URL", "http://127.0.0.1:9/v1")  # were a call made, it would go nowhere
+    with pytest.raises(CacheMiss):
+        ri.compare(folder)
+    assert json.loads((folder / "provenance.json").read_text())["spec_file"] == "experiments/quickstart.toml"
