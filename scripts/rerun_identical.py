@@ -1,11 +1,12 @@
-"""Re-runs committed results folders from their shipped responses alone and compares the run files byte for byte.
+"""Re-runs committed results folders from their shipped responses alone and compares their files byte for byte.
 
 The evidence for "no behaviour change" after a refactor: for each folder, a fresh response cache is filled only from
 the folder's responses.jsonl.gz (`superb responses replay`), the spec named in its provenance.json is run with that
-cache READ-ONLY (a request it cannot serve fails the run instead of calling a model: 0 calls by construction) into a
-scratch folder, and every runs/*.run of the committed folder is compared with the re-run's, byte for byte.
+cache READ-ONLY (a request it cannot serve fails instead of calling a model: 0 calls by construction) into a scratch
+folder, and the committed files are compared with the re-run's, byte for byte: a `superb run` folder's runs/*.run, a
+`superb judge` folder's every output but provenance.json, README.md and the responses.
 
-    python scripts/rerun_identical.py                       # every folder written by `superb run`
+    python scripts/rerun_identical.py                       # every folder written by `superb run` or `superb judge`
     python scripts/rerun_identical.py results/quickstart    # some
 
 Writes results/bench/rerun_identical.csv (folder, run file, both sha256, identical, seconds of the re-run, the commit
@@ -24,6 +25,8 @@ import time
 from pathlib import Path
 
 from superb.experiment import run_experiment
+from superb.judges.commands.run import run_judge_spec
+from superb.judges.commands.spec import parse_judge_spec
 from superb.llm.cache import ResponseCache
 from superb.llm.ship import SHIPPED_FILE, replay
 from superb.provenance import record_bench
@@ -34,13 +37,28 @@ OUT = Path("results/bench/rerun_identical.csv")
 FIELDS = ["folder", "run_file", "committed_sha256", "rerun_sha256", "identical", "rerun_seconds", "written_at_commit"]
 
 
+def spec_source(folder: Path) -> tuple[str, Path] | None:
+    """("run", spec file) for a folder `superb run` wrote, ("judge", spec file) for one `superb judge` wrote."""
+    record = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    if record.get("spec_file") and (folder / "runs").is_dir():
+        return "run", Path(record["spec_file"])
+    source = (record.get("spec") or {}).get("source") if isinstance(record.get("spec"), dict) else None
+    return ("judge", Path(source)) if source else None
+
+
 def run_folders() -> list[Path]:
-    """Every results folder a `superb run` wrote: its provenance names a spec file and it holds run files."""
-    found = []
-    for record in sorted(Path("results").glob("*/provenance.json")):
-        if json.loads(record.read_text(encoding="utf-8")).get("spec_file") and (record.parent / "runs").is_dir():
-            found.append(record.parent)
-    return found
+    """Every results folder a `superb run` or a `superb judge` wrote (its provenance names the spec file)."""
+    return [record.parent for record in sorted(Path("results").glob("*/provenance.json"))
+            if spec_source(record.parent) is not None]
+
+
+def compared_files(folder: Path, kind: str) -> list[Path]:
+    """A run folder's run files; a judge folder's every output (labels, qrels, agreement tables, figures) but the
+    records of the run itself (provenance.json, README.md, the shipped responses)."""
+    if kind == "run":
+        return sorted((folder / "runs").glob("*.run"))
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in ("provenance.json", "README.md")
+                  and not p.name.startswith("responses."))
 
 
 def sha256(path: Path) -> str:
@@ -48,33 +66,37 @@ def sha256(path: Path) -> str:
 
 
 def rerun(folder: Path, scratch: Path) -> tuple[Path, float, str]:
-    """Run ``folder``'s spec into ``scratch/out`` from its shipped responses only; (run files, seconds, commit)."""
+    """Run ``folder``'s spec into ``scratch/out`` from its shipped responses only; (the folder, seconds, commit)."""
     provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
-    spec_file = Path(provenance["spec_file"])
+    kind, spec_file = spec_source(folder)
     raw = read_toml(spec_file)
     cache_file = scratch / "cache.sqlite"
     with ResponseCache(cache_file) as cache:
-        if (folder / SHIPPED_FILE).is_file():
+        if (folder / SHIPPED_FILE).is_file():  # with its parts (responses.2.jsonl.gz, ...)
             report = replay(folder, cache)
             if report.invalid:
                 sys.exit(f"{folder}: {report.invalid} shipped rows refused; see `superb responses replay {folder}`")
     raw["llm"] = {**raw.get("llm", {}), "cache": "read-only", "cache_path": str(cache_file)}
-    spec = parse_spec(raw, source=spec_file)
     t0 = time.perf_counter()
-    result = run_experiment(spec, progress=False)
-    write_results(result, scratch / "out")
+    if kind == "run":
+        result = run_experiment(parse_spec(raw, source=spec_file), progress=False)
+        write_results(result, scratch / "out")
+    else:
+        run_judge_spec(parse_judge_spec(raw, source=spec_file), scratch / "out")
     commit = (provenance.get("project") or {}).get("commit") or ""
-    return scratch / "out" / "runs", time.perf_counter() - t0, commit
+    return scratch / "out", time.perf_counter() - t0, commit
 
 
 def compare(folder: Path) -> list[dict[str, object]]:
+    kind = spec_source(folder)[0]
     with tempfile.TemporaryDirectory(prefix="superb-rerun-") as tmp:
-        runs, seconds, commit = rerun(folder, Path(tmp))
+        out, seconds, commit = rerun(folder, Path(tmp))
         rows = []
-        for committed in sorted((folder / "runs").glob("*.run")):
-            again = runs / committed.name
+        for committed in compared_files(folder, kind):
+            name = committed.relative_to(folder)
+            again = out / name
             rerun_sha = sha256(again) if again.is_file() else "missing"
-            rows.append({"folder": folder.name, "run_file": committed.name, "committed_sha256": sha256(committed),
+            rows.append({"folder": folder.name, "run_file": str(name), "committed_sha256": sha256(committed),
                          "rerun_sha256": rerun_sha, "identical": rerun_sha == sha256(committed),
                          "rerun_seconds": round(seconds, 1), "written_at_commit": commit[:12]})
         return rows

@@ -16,6 +16,7 @@ from superb.judges import judge as judge_module
 from superb.judges import scoring
 from superb.judges.judge import JUDGES, build_judge
 from superb.judges.scoring import PRESETS, build_scoring_judge
+from superb.options import constructor_options
 from superb.judges.commands.spec import is_scoring, load_judge_spec
 from superb.llm import ideal
 from superb.llm.prompts import load_template
@@ -51,9 +52,20 @@ def test_judge_schema_defaults_are_the_constructors(kind):
 def test_scoring_schema_defaults_are_the_constructors(kind):
     defaults = constructor_defaults(scoring._TYPES[kind])
     schema = scoring.SCHEMAS[kind]
-    own = {k: opt.default for k, opt in schema.items() if k not in ("preset", "reading", "template")}
+    own = {k: opt.default for k, opt in schema.items() if k not in ("preset", "template")}
     assert {k: tuple(v) if k == "fields" else v for k, v in defaults.items() if k in own} == own
-    assert schema["reading"].default == "expected_grade" and defaults["reading"] is None  # None: ExpectedGrade()
+    assert schema["reading"].default == defaults["reading"] == "expected_grade"  # declared once, in the constructor
+    declared = constructor_options(scoring._TYPES[kind])
+    assert set(schema) - set(declared) == {"preset"}  # the one spec-only key: a shorthand for a table of options
+
+
+def test_a_reading_is_named_in_python_as_in_a_spec():
+    by_name = scoring.ScoringJudge(None, DS, template="pointwise_yesno_product", reading="p_yes")
+    by_object = scoring.ScoringJudge(None, DS, template="pointwise_yesno_product", reading=scoring.YesProbability())
+    assert repr(by_name) == repr(by_object)
+    assert type(scoring.ScoringJudge(None, DS, template="pointwise_best_product").reading) is scoring.ExpectedGrade
+    with pytest.raises(SpecError, match=r"judge\.reading"):
+        scoring.read_scoring_options({"template": "pointwise_best_product", "reading": "p_no"})
 
 
 def test_what_the_constructors_receive_is_unchanged():

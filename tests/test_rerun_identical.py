@@ -26,10 +26,14 @@ def at_root(monkeypatch):
     monkeypatch.chdir(ROOT)  # provenance.json names the spec file relative to the project
 
 
-def test_every_run_folder_is_found_and_the_judge_folders_are_not(at_root):
-    found = {p.name for p in ri.run_folders()}
-    assert {"quickstart", "chorus_first_stage", "trec_dl19", "trec_dl20", "chorus_table4_full"} <= found
-    assert not found & {"judges_chorus", "judges_chorus_pairwise", "bench", "pending"}
+def test_every_folder_a_run_or_a_judge_wrote_is_found_with_its_spec(at_root):
+    found = {p.name: ri.spec_source(p) for p in ri.run_folders()}
+    for name in ("quickstart", "chorus_first_stage", "trec_dl19", "trec_dl20", "chorus_table4_full"):
+        assert found[name] == ("run", Path(f"experiments/{name}.toml"))
+    for name in ("judges_chorus", "judges_chorus_pairwise", "chorus_superlative"):
+        assert found[name] == ("judge", Path(f"experiments/{name}.toml"))
+    assert not set(found) & {"bench", "pending"}
+    assert all(spec.is_file() for _, spec in found.values())
 
 
 def test_quickstart_re_runs_byte_identical_from_its_shipped_responses(at_root):

@@ -33,7 +33,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
 
@@ -96,6 +96,7 @@ class YesProbability:
 
 
 READINGS = {"expected_grade": ExpectedGrade, "p_yes": YesProbability}
+ReadingRef = Annotated[Any, one_of(*READINGS)]  # a reading's name in a spec (READINGS); from Python also the object
 
 
 @dataclass(frozen=True)
@@ -121,13 +122,13 @@ class ScoringJudge:
 
     kind = "pointwise"
 
-    def __init__(self, llm: Any, dataset: Any, *, template: TemplateRef, reading: Any = None,
+    def __init__(self, llm: Any, dataset: Any, *, template: TemplateRef, reading: ReadingRef = "expected_grade",
                  fields: FieldNames = ("title",), text_tokens: PositiveInt = 64, name: str | None = None,
                  tag: str | None = None):
         self.llm = llm
         self.dataset = dataset
         self.template = load_template(template)
-        self.reading = reading if reading is not None else ExpectedGrade()
+        self.reading = READINGS[reading]() if isinstance(reading, str) else reading
         self.text = ProductText(dataset, fields=fields, text_tokens=text_tokens)
         self.name = name or self.template.name
         self.tag = tag or f"judge:{self.name}"
@@ -236,16 +237,16 @@ PRESETS: dict[str, dict[str, str]] = {
     "deliberated": {"type": "deliberated", "template": "deliberated_label", "reading": "expected_grade"},
 }
 _TYPES = {"pointwise": ScoringJudge, "deliberated": DeliberatedScoringJudge}
-# The spec options of each scoring judge type: its constructor's (superb.options.constructor_options), plus what a
-# spec names instead of an object: a ``preset`` (PRESETS) and the ``reading``'s name (READINGS); ``template`` may come
-# from the preset, so the table need not give it (checked below). ``max_tokens`` is refused with ``text_tokens``.
-SPEC_ONLY = {"preset": Opt(None, one_of(*PRESETS)), "reading": Opt("expected_grade", one_of(*READINGS))}
+# The spec options of each scoring judge type: its constructor's (superb.options.constructor_options), plus a
+# ``preset`` (PRESETS), a spec's shorthand for a table of those options; ``template`` may come from the preset, so the
+# table need not give it (checked below). ``max_tokens`` is refused with ``text_tokens``.
 SCHEMAS: dict[str, dict[str, Opt]] = {
-    kind: {**SPEC_ONLY, **constructor_options(cls), "template": Opt(None, template_name)} for kind, cls in _TYPES.items()}
+    kind: {"preset": Opt(None, one_of(*PRESETS)), **constructor_options(cls), "template": Opt(None, template_name)}
+    for kind, cls in _TYPES.items()}
 
 
 def read_scoring_options(options: str | Mapping[str, Any], path: str = "judge") -> tuple[str, str | None, dict]:
-    """(type, preset, constructor keywords but the reading's name) of a preset name (PRESETS) or a table {preset?,
+    """(type, preset, constructor keywords) of a preset name (PRESETS) or a table {preset?,
     type, template, reading, fields, text_tokens, ideal_template, ideal_max_tokens} (a preset's keys first, the
     table's over them), read against ``SCHEMAS[type]`` (superb.options): unknown names and keys,
     renamed keys and wrong types raise SpecError naming ``path.key``. Needs no data set or model."""
@@ -274,8 +275,7 @@ def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: 
     """A scoring judge from a preset name or a table (:func:`read_scoring_options`), named ``name`` (default: the
     preset's name, else the template's); a bad field name raises SpecError naming ``path`` too."""
     kind, preset, kw = read_scoring_options(options, path)
-    reading = READINGS[kw.pop("reading")]()
-    return construct(_TYPES[kind], path, llm, dataset, reading=reading, name=name or preset, **kw)
+    return construct(_TYPES[kind], path, llm, dataset, name=name or preset, **kw)
 
 
 class CalibratedJudge:
