@@ -9,8 +9,9 @@ folder, and the committed files are compared with the re-run's, byte for byte: a
     python scripts/rerun_identical.py                       # every folder written by `superb run` or `superb judge`
     python scripts/rerun_identical.py results/quickstart    # some
 
-Writes results/bench/rerun_identical.csv (folder, run file, both sha256, identical, seconds of the re-run, the commit
-that wrote the folder) and records it in results/bench/provenance.json. Exit code 1 when any file differs.
+Writes results/bench/rerun_identical.csv (folder, file, both sha256, identical, seconds of the re-run, the commit that
+wrote the folder, the commit that checked it) and records it in results/bench/provenance.json; `--update` re-checks
+the folders given and keeps the other rows. Exit code 1 when any file differs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import csv
 import hashlib
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +36,8 @@ from superb.results import write_results
 from superb.spec import parse_spec, read_toml
 
 OUT = Path("results/bench/rerun_identical.csv")
-FIELDS = ["folder", "run_file", "committed_sha256", "rerun_sha256", "identical", "rerun_seconds", "written_at_commit"]
+FIELDS = ["folder", "file", "committed_sha256", "rerun_sha256", "identical", "rerun_seconds", "written_at_commit",
+          "checked_at_commit"]
 
 
 def spec_source(folder: Path) -> tuple[str, Path] | None:
@@ -87,8 +90,13 @@ def rerun(folder: Path, scratch: Path) -> tuple[Path, float, str]:
     return scratch / "out", time.perf_counter() - t0, commit
 
 
+def head() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def compare(folder: Path) -> list[dict[str, object]]:
     kind = spec_source(folder)[0]
+    checked = head()[:12]
     with tempfile.TemporaryDirectory(prefix="superb-rerun-") as tmp:
         out, seconds, commit = rerun(folder, Path(tmp))
         rows = []
@@ -96,32 +104,41 @@ def compare(folder: Path) -> list[dict[str, object]]:
             name = committed.relative_to(folder)
             again = out / name
             rerun_sha = sha256(again) if again.is_file() else "missing"
-            rows.append({"folder": folder.name, "run_file": str(name), "committed_sha256": sha256(committed),
+            rows.append({"folder": folder.name, "file": str(name), "committed_sha256": sha256(committed),
                          "rerun_sha256": rerun_sha, "identical": rerun_sha == sha256(committed),
-                         "rerun_seconds": round(seconds, 1), "written_at_commit": commit[:12]})
+                         "rerun_seconds": round(seconds, 1), "written_at_commit": commit[:12],
+                         "checked_at_commit": checked})
         return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="*", type=Path, help="results folders (default: every `superb run` folder)")
+    parser.add_argument("folders", nargs="*", type=Path, help="results folders (default: every folder `superb run` or `superb judge` wrote)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--update", action="store_true",
+                        help="keep the rows of the folders not re-run now (each row names the commit that checked it)")
     args = parser.parse_args()
+    folders = args.folders or run_folders()
     rows: list[dict[str, object]] = []
-    for folder in args.folders or run_folders():
+    if args.update and args.out.is_file():
+        names = {Path(f).name for f in folders}
+        with args.out.open(encoding="utf-8") as f:
+            rows = [r for r in csv.DictReader(f) if r["folder"] not in names]
+    for folder in folders:
         found = compare(folder)
         same = sum(bool(r["identical"]) for r in found)
-        print(f"{folder}: {same}/{len(found)} run files byte-identical ({found[0]['rerun_seconds'] if found else 0} s)",
+        print(f"{folder}: {same}/{len(found)} files byte-identical ({found[0]['rerun_seconds'] if found else 0} s)",
               flush=True)
         rows.extend(found)
+    rows.sort(key=lambda r: (r["folder"], r["file"]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows(rows)
     record_bench(args.out.parent, [args.out], "rerun_identical")
-    differ = [f"{r['folder']}/{r['run_file']}" for r in rows if not r["identical"]]
-    print(f"{len(rows) - len(differ)} of {len(rows)} run files identical; written to {args.out}")
+    differ = [f"{r['folder']}/{r['file']}" for r in rows if str(r["identical"]) != "True"]
+    print(f"{len(rows) - len(differ)} of {len(rows)} files identical; written to {args.out}")
     if differ:
         print("differ: " + ", ".join(differ), file=sys.stderr)
     return 1 if differ else 0

@@ -38,9 +38,16 @@ def test_every_folder_a_run_or_a_judge_wrote_is_found_with_its_spec(at_root):
 
 def test_quickstart_re_runs_byte_identical_from_its_shipped_responses(at_root):
     rows = ri.compare(Path("results/quickstart"))
-    assert [r["run_file"] for r in rows] == ["BM25.run", "BM25__listwise-lik.run", "BM25__pointwise.run"]
+    assert [r["file"] for r in rows] == ["runs/BM25.run", "runs/BM25__listwise-lik.run", "runs/BM25__pointwise.run"]
     assert all(r["identical"] for r in rows), rows
     assert all(r["rerun_sha256"] == r["committed_sha256"] for r in rows)
+
+
+def test_a_judge_folder_re_runs_byte_identical_every_output_but_its_records(at_root):
+    rows = {r["file"]: r for r in ri.compare(Path("results/judges_chorus_pairwise"))}
+    assert {"agreement.csv", "agreement.md", "pairwise.md", "pairwise_decisions.jsonl", "pairwise_pr.png"} <= set(rows)
+    assert not {"provenance.json", "README.md", "responses.jsonl.gz"} & set(rows)
+    assert all(r["identical"] for r in rows.values()), [f for f, r in rows.items() if not r["identical"]]
 
 
 def test_a_request_missing_from_the_shipped_responses_fails_the_re_run_without_a_call(at_root, tmp_path, monkeypatch):
