@@ -191,7 +191,8 @@ BENCH_RECORD = "provenance.json"  # in results/bench/: one entry per figure file
 def record_bench(out_dir: str | Path, files: list[str | Path], bench: str) -> Path:
     """Benchmarks write many figures into one folder (results/bench/): each figure file gets its own entry in
     ``out_dir/provenance.json`` (the bench script, the file's sha256, and the packages, project and host measured
-    now, with source.patch_<bench> beside it when the code is dirty); entries of other figures are kept."""
+    now, with source.patch_<bench> beside it when the code is dirty); entries of other figures are kept. The top-level
+    ``project`` is the latest recording's, for readers that look for one commit per results folder."""
     out_dir = Path(out_dir)
     path = out_dir / BENCH_RECORD
     record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"files": {}}
@@ -201,5 +202,6 @@ def record_bench(out_dir: str | Path, files: list[str | Path], bench: str) -> Pa
     for file in files:
         file = Path(file)
         record["files"][file.name] = {**env, "sha256": hashlib.sha256(file.read_bytes()).hexdigest()}
+    record["project"] = project  # the code of the latest recording; each figure keeps the code that wrote it
     path.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     return path

@@ -198,3 +198,4 @@ def test_record_bench_writes_an_entry_per_figure(tmp_path):
     files = json.loads(path.read_text())["files"]
     assert set(files) == {"a.json", "a.md"} and files["a.md"]["bench"] == "a"
     assert files["a.md"]["project"]["commit"] and files["a.md"]["packages"]
+    assert json.loads(path.read_text())["project"] == files["a.md"]["project"]  # the latest recording's code
