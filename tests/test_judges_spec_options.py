@@ -220,3 +220,17 @@ def test_a_wrong_option_of_every_scoring_judge_type_is_refused_without_data_or_m
         read_scoring_options({"type": kind, "template": "pointwise_best", "colour": "red"})
     with pytest.raises(SpecError, match=r"^judge\.text_tokens: expected an integer >= 1"):
         read_scoring_options({"type": kind, "template": "pointwise_best", "text_tokens": 0})
+
+
+def test_a_judge_spec_reports_the_errors_of_its_parts_together():
+    from superb.errors import SpecErrors
+    from superb.judges.commands.spec import parse_judge_spec
+
+    raw = {"name": "x y", "dataset": {"name": "chorus"}, "pool": {"sourc": "qrels"}, "calibration": {"folds": 1},
+           "judge": {"variants": [{"preset": "umbrela", "text_tokenz": 3}, {"preset": "yesno", "fieldz": ["title"]},
+                                  {"type": "ensemble", "members": ["umbrela", "yesno"]}]}}
+    with pytest.raises(SpecErrors) as caught:
+        parse_judge_spec(raw)
+    paths = [e.path for e in caught.value.errors]
+    assert paths == ["name", "judge.variants[0].text_tokenz", "judge.variants[1].fieldz", "pool.sourc",
+                     "calibration.folds"]  # the ensemble after refused variants is not checked: its members are them

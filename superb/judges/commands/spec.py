@@ -97,7 +97,7 @@ from typing import Any
 
 from superb.errors import SpecError
 from superb.options import check_keys, typed
-from superb.spec import parse_queries, read_toml
+from superb.spec import Errors, parse_queries, read_toml
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -202,14 +202,44 @@ def load_judge_spec(path: str | Path) -> JudgeSpec:
 
 
 def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSpec:
+    """A judge spec read and checked before any data set or model is opened; the errors of its independent parts
+    (name, [pool], [judge] and each of its variants, [calibration], [pairwise_study], ...) are reported together
+    (superb.errors.SpecErrors)."""
     _keys(raw, "", _TOP, required={"name", "dataset"})
-    name = raw["name"]
+    errors = Errors()
+    name = errors.part(_parse_name, raw.get("name"))
+    for key in ("description", "output"):
+        errors.part(typed, raw, key, str, "", default=None)
+    errors.part(typed, raw, "dataset", dict, "")
+    errors.part(typed, raw, "llm", dict, "", default=None)
+    errors.part(_check_beside, raw)
+    variants = errors.part(_parse_judge, raw["judge"]) if "judge" in raw else ()
+    if variants is not None and "calibration" in raw and not any(is_scoring(o) for _, o in variants):
+        errors.found.append(SpecError("calibration", "[calibration] applies to scoring judges (a variant with a "
+                                      "preset, a reading or type = \"ensemble\"); this spec has none"))
+    parts = {
+        "queries": errors.part(parse_queries, raw.get("queries", {})),
+        "pool": errors.part(_parse_pool, raw.get("pool", {})),
+        "calibration": errors.part(_parse_calibration, raw.get("calibration", {})),
+        "pairwise": errors.part(_parse_pairwise, raw["pairwise_study"]) if "pairwise_study" in raw else None,
+        "seed": errors.part(_int, raw, "seed", "", 0),
+        "label_study": errors.part(_parse_label_study, raw["label_study"]) if "label_study" in raw else None,
+        "benchmark": errors.part(_parse_benchmark, raw["benchmark"]) if "benchmark" in raw else None,
+    }
+    agreement = errors.part(_parse_agreement, raw.get("agreement", {}))
+    errors.raise_any()
+    return JudgeSpec(name=name, dataset=dict(raw["dataset"]), llm=raw.get("llm"), variants=variants,
+                     description=raw.get("description", ""), output=raw.get("output"), source=source, **parts,
+                     **agreement)
+
+
+def _parse_name(name: Any) -> str:
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -); it names results/NAME")
-    for key in ("description", "output"):
-        typed(raw, key, str, "", default=None)
-    typed(raw, "dataset", dict, "")
-    typed(raw, "llm", dict, "", default=None)
+    return name
+
+
+def _check_beside(raw: dict[str, Any]) -> None:
     if "benchmark" in raw:
         beside = sorted({"judge", "pool", "pairwise_study", "label_study", "agreement"} & set(raw))
         if beside:
@@ -218,19 +248,6 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
     if "label_study" in raw and "judge" not in raw:
         raise SpecError("label_study", "a label study compares the human labels with judge labels: add a [judge] "
                                        "table")
-    variants = _parse_judge(raw["judge"]) if "judge" in raw else ()
-    if "calibration" in raw and not any(is_scoring(o) for _, o in variants):
-        raise SpecError("calibration", "[calibration] applies to scoring judges (a variant with a preset, a reading "
-                                       "or type = \"ensemble\"); this spec has none")
-    return JudgeSpec(
-        name=name, dataset=dict(raw["dataset"]), queries=parse_queries(raw.get("queries", {})),
-        pool=_parse_pool(raw.get("pool", {})), llm=raw.get("llm"),
-        variants=variants, calibration=_parse_calibration(raw.get("calibration", {})),
-        pairwise=_parse_pairwise(raw["pairwise_study"]) if "pairwise_study" in raw else None,
-        description=raw.get("description", ""), output=raw.get("output"), seed=_int(raw, "seed", "", 0),
-        source=source, label_study=_parse_label_study(raw["label_study"]) if "label_study" in raw else None,
-        benchmark=_parse_benchmark(raw["benchmark"]) if "benchmark" in raw else None,
-        **_parse_agreement(raw.get("agreement", {})))
 
 
 def _parse_pool(table: Any) -> PoolSpec:
@@ -262,26 +279,35 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
         return ((str(shared["type"]), _checked(shared, shared, {}, path)),)
     if not isinstance(variants, list) or not variants:
         raise SpecError(f"{path}.variants", "expected a non-empty array of tables ([[judge.variants]])")
-    out, seen = [], set()
+    out: list[tuple[str, dict[str, Any]]] = []
+    seen: set[str] = set()
+    errors = Errors()  # each variant is checked; an ensemble after a refused variant is not (its members may be it)
     for i, v in enumerate(variants):
         vpath = f"{path}.variants[{i}]"
-        if not isinstance(v, dict):
-            raise SpecError(vpath, f"expected a table, found {type(v).__name__}")
-        if v.get("type") == "ensemble":
-            out.append(_parse_ensemble(v, vpath, out, seen))
-            seen.add(out[-1][0])
+        if isinstance(v, dict) and v.get("type") == "ensemble" and errors.found:
             continue
-        options = {**shared, **{k: x for k, x in v.items() if k != "name"}}
-        vname = v.get("name", options.get("preset", options.get("type")))
-        if not isinstance(vname, str) or not _NAME_RE.match(vname):
-            raise SpecError(f"{vpath}.name", f"{vname!r} must be a plain name; it names a results subfolder")
-        if vname in seen:
-            raise SpecError(f"{vpath}.name", f"{vname!r} is used twice; give each variant its own name")
-        if "type" not in options and not is_scoring(options):
-            raise SpecError(f"{vpath}.type", "required key is missing (here or in [judge])")
-        seen.add(vname)
-        out.append((vname, _checked(options, v, shared, vpath)))
+        parsed = errors.part(_parse_variant, v, vpath, shared, out, seen)
+        if parsed is not None:
+            seen.add(parsed[0])
+            out.append(parsed)
+    errors.raise_any()
     return tuple(out)
+
+
+def _parse_variant(v: Any, vpath: str, shared: dict, earlier: list, seen: set) -> tuple[str, dict[str, Any]]:
+    if not isinstance(v, dict):
+        raise SpecError(vpath, f"expected a table, found {type(v).__name__}")
+    if v.get("type") == "ensemble":
+        return _parse_ensemble(v, vpath, earlier, seen)
+    options = {**shared, **{k: x for k, x in v.items() if k != "name"}}
+    vname = v.get("name", options.get("preset", options.get("type")))
+    if not isinstance(vname, str) or not _NAME_RE.match(vname):
+        raise SpecError(f"{vpath}.name", f"{vname!r} must be a plain name; it names a results subfolder")
+    if vname in seen:
+        raise SpecError(f"{vpath}.name", f"{vname!r} is used twice; give each variant its own name")
+    if "type" not in options and not is_scoring(options):
+        raise SpecError(f"{vpath}.type", "required key is missing (here or in [judge])")
+    return vname, _checked(options, v, shared, vpath)
 
 
 def _checked(options: dict, own: dict, shared: dict, vpath: str) -> dict:
