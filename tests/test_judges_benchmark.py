@@ -148,6 +148,34 @@ def test_benchmark_spec_references_products_and_materializes_them(source, home, 
     assert bench.doc("p3")["title"] == PRODUCTS["p3"] and len(list(bench.docs_iter())) == 4
 
 
+def test_a_benchmark_ships_its_answers_and_re_derives_from_them_with_no_call(source, home):
+    from superb.cli import main
+
+    config, _ = source
+
+    def spec_text(server: str, cache: str, mode: str) -> str:
+        return "\n".join([
+            'name = "tiny_bench"', "[dataset]", *[f"{k} = {json.dumps(v)}" for k, v in config.items()],
+            "[queries]", 'subset = ["q1", "q2"]', "[llm]", 'model = "fake-model"', f'base_urls = ["{server}"]',
+            f'cache = "{mode}"', f'cache_path = "{cache}"', "[benchmark]", "depth = 2",
+            'judge = { type = "pointwise" }']) + "\n"
+
+    spec = home / "bench.toml"
+    with FakeServer(responder=responder) as srv:
+        spec.write_text(spec_text(srv.base_url, home / "live.sqlite", "normal"))
+        assert main(["judge", str(spec), "--out", str(home / "live")]) == 0
+        assert srv.requests == 6
+    prov = json.loads((home / "live" / "provenance.json").read_text())
+    assert prov["responses"]["rows"] == 6 and prov["responses"]["missing_from_cache"] == 0
+    assert main(["responses", "replay", str(home / "live"), "--cache", str(home / "fresh.sqlite")]) == 0
+    with FakeServer(responder=lambda req: "never asked") as srv:
+        spec.write_text(spec_text(srv.base_url, home / "fresh.sqlite", "read-only"))
+        assert main(["judge", str(spec), "--out", str(home / "again")]) == 0
+        assert srv.requests == 0
+    for name in ("qrels.trec", "rewrites.tsv", "judgments.jsonl", "responses.jsonl.gz"):
+        assert (home / "again" / name).read_bytes() == (home / "live" / name).read_bytes(), name
+
+
 @pytest.mark.slow
 def test_chorus_superlative_spec_with_the_fake_server(home, monkeypatch):
     """experiments/chorus_superlative.toml as committed, answered by the fake server: 5 queries x 5 products."""

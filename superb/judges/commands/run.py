@@ -222,7 +222,8 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
 
 
 def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, llm: Any = None) -> dict:
-    """[benchmark]: build_benchmark on the selected queries, with the spec and timings added to provenance.json."""
+    """[benchmark]: build_benchmark on the selected queries, with the spec and timings added to provenance.json and the
+    answers it used shipped in responses.jsonl.gz (`superb responses replay` then `superb judge` makes 0 calls)."""
 
     t0 = time.perf_counter()
     b = spec.benchmark
@@ -236,9 +237,11 @@ def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, ll
                                  rel_threshold=b.rel_threshold, docs=b.docs)
         if hasattr(llm, "usage"):
             llm_info["usage"] = _jsonable(llm.usage.to_dict())
+        log = response_log(llm)
+    shipped = None if log is None else write_shipped(log, Path(out_dir) / SHIPPED_FILE)  # replayed: 0 calls again
     prov_file = Path(out_dir) / "provenance.json"
     provenance = json.loads(prov_file.read_text(encoding="utf-8"))
-    provenance.update({"spec": _jsonable(_spec_dict(spec)), "llm": llm_info,
+    provenance.update({"spec": _jsonable(_spec_dict(spec)), "llm": llm_info, "responses": shipped,
                        "seconds": round(time.perf_counter() - t0, 2)})
     write_provenance(out_dir, provenance, environment_of=provenance)  # what build_benchmark measured
     return {**result, "seconds": provenance["seconds"]}
