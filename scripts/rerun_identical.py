@@ -11,7 +11,8 @@ folder, and the committed files are compared with the re-run's, byte for byte: a
 
 Writes results/bench/rerun_identical.csv (folder, file, both sha256, identical, seconds of the re-run, the commit that
 wrote the folder, the commit that checked it) and records it in results/bench/provenance.json; `--update` re-checks
-the folders given and keeps the other rows. Exit code 1 when any file differs.
+the folders given and keeps the other rows. A folder that cannot be re-run (an answer its responses lack) is a row
+"(re-run failed)" naming the error; the CSV is written after every folder. Exit code 1 when any file differs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from superb.errors import SuperbError
 from superb.experiment import run_experiment
 from superb.judges.commands.run import run_judge_spec
 from superb.judges.commands.spec import parse_judge_spec
@@ -111,9 +113,18 @@ def compare(folder: Path) -> list[dict[str, object]]:
         return rows
 
 
+def write(rows: list[dict[str, object]], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(sorted(rows, key=lambda r: (r["folder"], r["file"])))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="*", type=Path, help="results folders (default: every folder `superb run` or `superb judge` wrote)")
+    parser.add_argument("folders", nargs="*", type=Path,
+                        help="results folders (default: every folder `superb run` or `superb judge` wrote)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--update", action="store_true",
                         help="keep the rows of the folders not re-run now (each row names the commit that checked it)")
@@ -125,17 +136,16 @@ def main() -> int:
         with args.out.open(encoding="utf-8") as f:
             rows = [r for r in csv.DictReader(f) if r["folder"] not in names]
     for folder in folders:
-        found = compare(folder)
-        same = sum(bool(r["identical"]) for r in found)
-        print(f"{folder}: {same}/{len(found)} files byte-identical ({found[0]['rerun_seconds'] if found else 0} s)",
-              flush=True)
-        rows.extend(found)
-    rows.sort(key=lambda r: (r["folder"], r["file"]))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+        try:
+            found = compare(folder)
+        except SuperbError as exc:  # e.g. a CacheMiss: the shipped responses lack an answer the spec asks for
+            found = [{"folder": folder.name, "file": "(re-run failed)", "committed_sha256": "",
+                      "rerun_sha256": f"{type(exc).__name__}: {str(exc)[:200]}", "identical": False,
+                      "rerun_seconds": "", "written_at_commit": "", "checked_at_commit": head()[:12]}]
+        same = sum(r["identical"] is True for r in found)
+        print(f"{folder}: {same}/{len(found)} files byte-identical ({found[0]['rerun_seconds'] or '-'} s)", flush=True)
+        rows = [r for r in rows if r["folder"] != folder.name] + found
+        write(rows, args.out)  # after every folder: a run stopped part-way keeps what it checked (--update goes on)
     record_bench(args.out.parent, [args.out], "rerun_identical")
     differ = [f"{r['folder']}/{r['file']}" for r in rows if str(r["identical"]) != "True"]
     print(f"{len(rows) - len(differ)} of {len(rows)} files identical; written to {args.out}")
