@@ -3,6 +3,7 @@ files, and a re-run whose shipped responses lack a request fails instead of call
 
 from __future__ import annotations
 
+import csv
 import gzip
 import importlib.util
 import json
@@ -64,3 +65,9 @@ def test_a_request_missing_from_the_shipped_responses_fails_the_re_run_without_a
     with pytest.raises(CacheMiss):
         ri.compare(folder)
     assert json.loads((folder / "provenance.json").read_text())["spec_file"] == "experiments/quickstart.toml"
+    out = tmp_path / "bench" / "rerun.csv"
+    monkeypatch.setattr(sys, "argv", ["rerun_identical.py", str(folder), "--out", str(out)])
+    assert ri.main() == 1  # the command names the folder in a row instead of a traceback
+    with out.open() as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["file"] == "(re-run failed)" and row["rerun_sha256"].startswith("CacheMiss: cache miss in read-only")
