@@ -98,7 +98,7 @@ def main(folder: Path, year: int) -> Path:
         if not a[col]:
             continue
         value = link(a[col], f"{rel}#anchor={a['anchor']}&method={a['method']}&model={a['model']}&col={col}")
-        candidates = re.sub(r"(\d+)", r"`\1`", a["candidates"])  # settings, not results
+        candidates = re.sub(r"(?<![A-Za-z])(\d+)", r"`\1`", a["candidates"])  # settings, not results
         lines.append(f"| {a['anchor']} | {a['method']} | {a['model']} | {candidates} | {value} |")
     lines += ["<!-- end numbers -->"]
     out = folder / "README.md"
