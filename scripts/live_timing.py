@@ -11,7 +11,7 @@ each log.
 Of several logs, a pipeline's time is its longest bar (a re-derivation from the cache takes seconds). ``--usage``: one
 per log, the usage.csv of that run's own folder (or -): ``calls_made`` and ``from_cache`` say how many of a pipeline's
 requests the model answered during the timed run (a run that resumes a stopped one times only the rest).
-``--update``: keep the rows of an existing CSV for pipelines none of the logs has a bar for.
+``--update``: keep the rows of an existing CSV for pipelines no log has a bar for or a longer one than.
 
 The CSV (system, queries, seconds, seconds_per_query, complete, calls_made, from_cache; the last two empty where no
 usage file names the pipeline) is recorded in results/bench/provenance.json.
@@ -93,7 +93,9 @@ def main() -> Path:
     kept: dict[str, dict[str, str]] = {}
     if args.update and args.out.is_file():
         with args.out.open(encoding="utf-8") as f:
-            kept = {row["system"]: row for row in csv.DictReader(f) if row["system"] not in rows}
+            kept = {row["system"]: row for row in csv.DictReader(f)  # the longest time wins here too
+                    if row["system"] not in rows or int(row["seconds"]) > int(rows[row["system"]]["seconds"])}
+        rows = {name: row for name, row in rows.items() if name not in kept}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, restval="")

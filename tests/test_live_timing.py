@@ -59,7 +59,7 @@ def test_update_keeps_the_rows_no_log_has_and_usage_must_pair_with_logs(tmp_path
     out.parent.mkdir()
     out.write_text("system,queries,seconds,seconds_per_query,complete\nA >> x,4,99,24.8,True\n")
     log = tmp_path / "y.log"
-    log.write_text(bar("A >> y", 4, 4, "00:08"))
+    log.write_text(bar("A >> x", 4, 4, "00:02") + bar("A >> y", 4, 4, "00:08"))  # x: a re-derivation, 2 s
     monkeypatch.setattr(sys, "argv", ["live_timing.py", str(log), "--spec", str(spec), "--out", str(out), "--update"])
     lt.main()
     with out.open() as f:
