@@ -85,6 +85,9 @@ def test_scoring_judges_calibrated_on_dev_reported_on_test_then_zero_calls(home,
     assert yes["calibrated"] and yes["complete"] and len(yes["cuts"]) == 3
     assert yes["coverage"]["dev"] == {"pairs": 24, "scored": 24} and yes["coverage"]["test"]["scored"] == 24
     assert yes["templates"] and calibration["ensemble"]["ensemble"]["members"] == ["yesno_product", "superb_product"]
+    assert "seconds" not in yes  # wall-clock time lives in provenance.json: calibration.json re-derives byte-identical
+    assert json.loads((out / "provenance.json").read_text())["variants"]["calibrated"]["judges"]["yesno_product"][
+        "seconds"] >= 0
     scores = pd.read_csv(out / "yesno_product" / "scores.tsv", sep="\t")
     assert set(scores["split"]) == {"dev", "test"} and len(scores) == pool
     for f in ("coverage.csv", "agreement_calibrated.md", "responses.jsonl.gz", "provenance.json"):

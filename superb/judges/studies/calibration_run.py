@@ -106,7 +106,9 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
     record = calibration_record(study, info, ensembles, model=model, weights=cal.weights)
     study.notes[:0] = coverage_notes(record)
     write_study(study, out, title=f"{spec.name}: scoring judges calibrated on dev pairs, reported on test pairs")
-    (out / "calibration.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    fingerprint = {name: {k: v for k, v in entry.items() if k != "seconds"} for name, entry in record.items()}
+    (out / "calibration.json").write_text(json.dumps(fingerprint, indent=2, ensure_ascii=False) + "\n",
+                                          encoding="utf-8")  # wall-clock seconds: provenance.json only (they vary)
     labelled = {name: test_judgments(frame, record.get(name, {})) for name, frame in study.labels.items()}
     return {"judges": record, "pairs": {s: int((pool["split"] == s).sum()) for s in DEV_TEST},
             "labelled": labelled}
