@@ -71,3 +71,16 @@ def test_a_request_missing_from_the_shipped_responses_fails_the_re_run_without_a
     with out.open() as f:
         (row,) = list(csv.DictReader(f))
     assert row["file"] == "(re-run failed)" and row["rerun_sha256"].startswith("CacheMiss: cache miss in read-only")
+
+
+def test_the_committed_check_covers_every_folder_as_committed(at_root):
+    """results/bench/rerun_identical.csv: every folder a run or a judge wrote was re-run from its own shipped answers
+    and every compared file came out identical; the sha256 it compared is the committed file's (re-derive a folder,
+    then `python scripts/rerun_identical.py --update results/NAME`)."""
+    with ri.OUT.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["folder"] for r in rows} == {p.name for p in ri.run_folders()}
+    assert all(r["identical"] == "True" for r in rows), [r["file"] for r in rows if r["identical"] != "True"]
+    for r in rows:
+        committed = ROOT / "results" / r["folder"] / r["file"]
+        assert ri.sha256(committed) == r["committed_sha256"], f"{r['folder']}/{r['file']} changed since its check"
