@@ -79,8 +79,8 @@ def rerun(folder: Path, scratch: Path) -> tuple[Path, float, str]:
     with ResponseCache(cache_file) as cache:
         if (folder / SHIPPED_FILE).is_file():  # with its parts (responses.2.jsonl.gz, ...)
             report = replay(folder, cache)
-            if report.invalid:
-                sys.exit(f"{folder}: {report.invalid} shipped rows refused; see `superb responses replay {folder}`")
+            if report.invalid:  # a row of the folder like any other failure, not an exit that loses the others
+                raise SuperbError(f"{report.invalid} shipped rows refused; see `superb responses replay {folder}`")
     raw["llm"] = {**raw.get("llm", {}), "cache": "read-only", "cache_path": str(cache_file)}
     t0 = time.perf_counter()
     if kind == "run":
@@ -106,8 +106,9 @@ def compare(folder: Path) -> list[dict[str, object]]:
             name = committed.relative_to(folder)
             again = out / name
             rerun_sha = sha256(again) if again.is_file() else "missing"
-            rows.append({"folder": folder.name, "file": str(name), "committed_sha256": sha256(committed),
-                         "rerun_sha256": rerun_sha, "identical": rerun_sha == sha256(committed),
+            committed_sha = sha256(committed)
+            rows.append({"folder": folder.name, "file": str(name), "committed_sha256": committed_sha,
+                         "rerun_sha256": rerun_sha, "identical": rerun_sha == committed_sha,
                          "rerun_seconds": round(seconds, 1), "written_at_commit": commit[:12],
                          "checked_at_commit": checked})
         return rows

@@ -64,6 +64,8 @@ def test_a_reading_is_named_in_python_as_in_a_spec():
     by_object = scoring.ScoringJudge(None, DS, template="pointwise_yesno_product", reading=scoring.YesProbability())
     assert repr(by_name) == repr(by_object)
     assert type(scoring.ScoringJudge(None, DS, template="pointwise_best_product").reading) is scoring.ExpectedGrade
+    with pytest.raises(SpecError, match=r"^reading: "):  # from Python too: the names, not a KeyError
+        scoring.ScoringJudge(None, DS, template="pointwise_yesno_product", reading="p_no")
     with pytest.raises(SpecError, match=r"judge\.reading"):
         scoring.read_scoring_options({"template": "pointwise_best_product", "reading": "p_no"})
 

@@ -128,7 +128,7 @@ class ScoringJudge:
         self.llm = llm
         self.dataset = dataset
         self.template = load_template(template)
-        self.reading = READINGS[reading]() if isinstance(reading, str) else reading
+        self.reading = READINGS[one_of(*READINGS)(reading, "reading")]() if isinstance(reading, str) else reading
         self.text = ProductText(dataset, fields=fields, text_tokens=text_tokens)
         self.name = name or self.template.name
         self.tag = tag or f"judge:{self.name}"
