@@ -24,6 +24,12 @@ def link(value: str, target: str) -> str:
     return f"[{value}](<{target.replace('>', chr(92) + '>')}>)"
 
 
+def settings_code(text: str) -> str:
+    """Numbers of a setting ("BM25 top 100": the depth) as code, so the README checker reads them as settings, not
+    results; digits inside a name (BM25, Qwen2.5) stay as they are."""
+    return re.sub(r"(?<![\w.])(\d+)(?![\w.])", r"`\1`", text)
+
+
 def cell(table: pd.DataFrame, system: str, measure: str, col: str, fmt: str, signed: bool = False) -> str:
     row = table[(table["system"] == system) & (table["view"] == "full") & (table["measure"] == measure)]
     value = float(row[col].iloc[0])
@@ -98,8 +104,7 @@ def main(folder: Path, year: int) -> Path:
         if not a[col]:
             continue
         value = link(a[col], f"{rel}#anchor={a['anchor']}&method={a['method']}&model={a['model']}&col={col}")
-        candidates = re.sub(r"(?<![A-Za-z])(\d+)", r"`\1`", a["candidates"])  # settings, not results
-        lines.append(f"| {a['anchor']} | {a['method']} | {a['model']} | {candidates} | {value} |")
+        lines.append(f"| {a['anchor']} | {a['method']} | {a['model']} | {settings_code(a['candidates'])} | {value} |")
     lines += ["<!-- end numbers -->"]
     out = folder / "README.md"
     block = f"{BEGIN}\n" + "\n".join(lines) + f"\n{END}\n"

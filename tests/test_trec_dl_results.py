@@ -106,3 +106,19 @@ def test_the_quoted_anchor_numbers_are_those_of_source_md():
         else:
             model = row.model.replace("gpt-4o-mini", "RankGPT (gpt-4o-mini)")
             assert f"{model} {quoted}" in text or f"{row.model.split('-')[0]}" in text and quoted in text, row
+
+
+def test_the_anchor_tables_write_a_setting_number_as_code_and_leave_names_whole():
+    """scripts/trec_dl_readme.py marks the depth of "BM25 top 100" as a setting (code) for the README checker; it wrote
+    "BM2`5`" into both READMEs before, splitting the name."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("trec_dl_readme", ROOT / "scripts" / "trec_dl_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.settings_code("BM25 top 100") == "BM25 top `100`"
+    assert module.settings_code("Qwen2.5-7B top 20 of 100") == "Qwen2.5-7B top `20` of `100`"
+    for name in FOLDERS:
+        readme = ROOT / "results" / name / "README.md"
+        if readme.is_file():
+            assert "BM2`5`" not in readme.read_text(encoding="utf-8"), readme
