@@ -21,7 +21,8 @@ read the same way.
 The value at the place must round to the written number at its precision: 0.6399 is f"{v:.4f}" of v; 1,736 is
 v = 1736 (thousands separators as written); 71% is v = 0.71 (a share) or 71 at the written precision; a number written
 with a sign (+0.0167, -0.0206, or U+2212 as the minus) is compared signed, one without a sign with |v| ("behind by
-0.0116" for a delta of -0.0116). So a change of a README number in its last digit fails.
+0.0116" for a delta of -0.0116); <0.0001 is a bound, 0 <= v < 0.0001 (a p-value too small for its digits, not
+"0.0000"). So a change of a README number in its last digit fails.
 
 Blocks `<!-- numbers from FILES -->` ... `<!-- end numbers -->` mark prose that states results: every number written
 in a block must be bound. Not numbers: names such as nDCG@10, P(rel=2)@5, 1.5B, Qwen2.5, a `0-3` label range,
@@ -58,7 +59,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-NUM = r"[+\-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?"
+NUM = r"<?[+\-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?"
 BLOCK = re.compile(r"<!-- numbers(?: from (.+?))? -->\n(.*?)<!-- end numbers -->", re.S)
 REF = re.compile(r"\[(" + NUM + r")\]\[([^\]\n]+)\]")
 INLINE = re.compile(r"\[(" + NUM + r")\]\((?:<((?:\\.|[^<>\\\n])*)>|([^\s()]+))\)")
@@ -195,11 +196,16 @@ def normal(written: str) -> str:
 
 
 def matches(value: float, written: str) -> bool:
+    if written.startswith("<"):  # a bound, as a p-value too small for its digits is written: "<0.0001"
+        return 0 <= value < float(normal(written[1:]))
     return normal(written) in renderings(value, written)
 
 
 def render(value: float, written: str) -> str:
     """`value` written in the style of `written` (sign, commas, percent, precision): for rebind."""
+    if written.startswith("<"):
+        smallest = f"{10 ** -style(written[1:])[2]:.{style(written[1:])[2]}f}"
+        return "<" + smallest if 0 <= value < float(smallest) else render(value, written[1:])
     signed, percent, decimals = style(written)
     v = 100 * value if percent and abs(value) <= 1 else value
     sign = ""

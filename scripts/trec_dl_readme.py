@@ -34,6 +34,8 @@ def cell(table: pd.DataFrame, system: str, measure: str, col: str, fmt: str, sig
     row = table[(table["system"] == system) & (table["view"] == "full") & (table["measure"] == measure)]
     value = float(row[col].iloc[0])
     text = f"{value:+.{fmt}f}" if signed else f"{value:.{fmt}f}"
+    if col.startswith("p") and 0 <= value < 10 ** -int(fmt):  # a p-value under its digits: "<0.0001", not "0.0000"
+        text = f"<{10 ** -int(fmt):.{fmt}f}"
     return link(text, f"table.csv#system={system}&view=full&measure={measure}&col={col}")
 
 

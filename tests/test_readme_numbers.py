@@ -53,7 +53,12 @@ def test_every_bound_number_equals_its_place(readme):
 
 
 def mutations(written: str):
-    """The written number with its last digit one up and one down (9 -> 8 and 0, 0 -> 1 and 9)."""
+    """The written number with its last digit one up and one down (9 -> 8 and 0, 0 -> 1 and 9); a bound (<0.0001) is
+    mutated into the point value 0.0001 and the bound one digit tighter, <0.0000 (a looser bound still holds)."""
+    if written.startswith("<"):
+        yield written[1:]
+        yield written[:-1] + "0"
+        return
     i = max(i for i, c in enumerate(written) if c.isdigit())
     for step in (1, -1):
         yield written[:i] + str((int(written[i]) + step) % 10) + written[i + 1:]
@@ -69,7 +74,8 @@ def test_a_change_in_the_last_digit_of_any_bound_number_fails():
             for wrong in mutations(b.written):
                 assert rn.REF.fullmatch(f"[{wrong}][1]") or rn.INLINE.fullmatch(f"[{wrong}](x.csv)")
                 message = rn.mismatch(rn.Bound(b.readme, b.line, wrong, b.target, b.start, b.end))
-                assert message and f": {wrong} but the file holds {b.written}" in message.replace("\u2212", "-"), (
+                holds = "" if b.written.startswith("<") else b.written  # a bound's value is not its written text
+                assert message and f": {wrong} but the file holds {holds}" in message.replace("\u2212", "-"), (
                     f"{readme.relative_to(ROOT)}:{b.line}: {b.written} -> {wrong} is not caught ({b.target})")
                 checked += 1
     assert bindings >= 300 and checked == 2 * bindings
@@ -130,6 +136,18 @@ def test_bind_proposes_the_cell_the_context_names(folder, monkeypatch):
     assert re.search(r"\[0\.6884\]\[(\d+)\]", text)
     assert rn.problems(readme) == []
     assert "view=condensed&col=delta" in text
+
+
+def test_a_p_value_below_its_digits_is_written_as_a_bound(folder):
+    """A p-value of 0.00003 is "<0.0001", not "0.0000": the bound holds for any value under it and fails for one above;
+    rebind writes the bound back when the value falls under it again."""
+    (folder / "tests.csv").write_text("system,p\nA,0.00003\nB,0.0004\nC,0.0\n", encoding="utf-8")
+    readme = write(folder, "[<0.0001][1] [<0.0001][2] [<0.0001][3] [<0.001][2]\n\n[1]: <tests.csv#system=A&col=p>\n"
+                           "[2]: <tests.csv#system=B&col=p>\n[3]: <tests.csv#system=C&col=p>")
+    found = rn.problems(readme)
+    assert len(found) == 1 and "<0.0001 but the file holds 0.0004" in found[0]
+    assert rn.matches(0.00003, "<0.0001") and not rn.matches(0.0001, "<0.0001") and not rn.matches(-0.00001, "<0.0001")
+    assert rn.render(0.00003, "<0.001") == "<0.001" and rn.render(0.02, "<0.001") == "0.020"
 
 
 def test_unbind_gives_back_the_plain_text(folder, monkeypatch):
