@@ -54,9 +54,10 @@ def test_every_bound_number_equals_its_place(readme):
 
 def mutations(written: str):
     """The written number with its last digit one up and one down (9 -> 8 and 0, 0 -> 1 and 9); a bound (<0.0001) is
-    mutated into the point value 0.0001 and the bound one digit tighter, <0.0000 (a looser bound still holds)."""
+    mutated into a point value one up from it, 0.0002, and the bound one digit tighter, <0.0000 (a looser bound still
+    holds, and 0.0001 is the rounding of a value in [0.00005, 0.0001))."""
     if written.startswith("<"):
-        yield written[1:]
+        yield written[1:-1] + str(int(written[-1]) + 1)
         yield written[:-1] + "0"
         return
     i = max(i for i, c in enumerate(written) if c.isdigit())
