@@ -32,7 +32,7 @@ class PipelineResult:
     seconds: float
     stats: dict[str, int] = field(default_factory=dict)  # reranker counters: repairs, fallbacks, failures...
     usage: dict[str, Any] = field(default_factory=dict)  # LLM calls, tokens, cache hits for this pipeline
-    calls_depend_on_answers: bool = False  # its calls depend on the answers: a dry run's count is a lower bound
+    calls_depend_on_answers: bool = False  # its calls depend on the answers: a dry run's count is an estimate
     given_run: dict[str, Any] | None = None  # a first stage that is a given run: its file's path, format, sha256
 
 

@@ -125,7 +125,7 @@ class Reranker(pt.Transformer):
     def calls_depend_on_answers(self) -> bool:
         """True when the model's answers decide which questions come next (setwise heap, pairwise sort or sliding
         passes: read from the strategy's ``answer_dependent``), so a dry run, whose answers are all missing, counts
-        a lower bound of the calls."""
+        an estimate of the calls (real answers may make the search shorter or longer)."""
         return bool(getattr(getattr(self, "strategy", None), "answer_dependent", False))
 
     @property

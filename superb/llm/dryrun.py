@@ -9,7 +9,8 @@ coalesced as the real client does (superb.llm.client), and a request identical t
 run is counted as coalesced, not as a call (the real run caches the first answer and serves the repeat from it).
 So the count is what the real run would send, for rerankers whose questions do not depend on the answers; for
 those whose questions do (``Reranker.calls_depend_on_answers``: setwise heap, pairwise sort or sliding), the
-placeholder answers end their searches early and the count is a lower bound (``superb run --dry-run`` says so).
+count follows the path the placeholder answers (failed calls, each reranker's counted fallback) take through the
+search, which real answers may shorten or lengthen: an estimate, not a bound (``superb run --dry-run`` says so).
 
 Prompt tokens: the server's /tokenize when ``tokenize_url`` is given (e.g. http://127.0.0.1:PORT, llama.cpp),
 else characters / 4; plus 4 tokens per message for the chat template.
