@@ -184,3 +184,22 @@ def _certain_reply(request):
     shown = [t for _, t in lettered({"messages": [{"content": request.messages[-1][1]}]})]
     best = "ABCDEFGHIJ"[min(range(len(shown)), key=lambda k: int(shown[k][1:]))]  # the earliest product wins
     return Completion(text=best, logprobs=(TokenLogprob(best, 0.0, {best: 0.0}),))
+
+
+def test_chose_first_item_counts_the_position_bias_that_stops_a_heap_early():
+    """``chose_first_item``: the answers whose most probable letter is A. Unbiased, it is the sets whose first product
+    is the most relevant; a model that favours A (as the 1.5B did on TREC DL19) wins every set with it, so each sift
+    stops at once and the heap asks fewer sets."""
+    counts = {}
+    for bias in (0.0, 10.0):
+        with FakeServer(responder=relevance_responder(RELEVANCE, bias=bias)) as srv, client(srv) as llm:
+            rr = SetwiseReranker(llm, top_k=12, strategy="heap", set_size=3, select=5)
+            rr(frame(12))
+            first_best = sum(1 for r in srv.received
+                             if max(lettered(r), key=lambda x: RELEVANCE[x[1]]) == lettered(r)[0])
+        counts[bias] = rr.stats["set_orders"]
+        if bias:
+            assert rr.stats["chose_first_item"] == rr.stats["set_orders"]
+        else:
+            assert rr.stats["chose_first_item"] == first_best < rr.stats["set_orders"]
+    assert counts[10.0] < counts[0.0]

@@ -22,7 +22,9 @@ leaving the rest in their prior order:
 LLM calls per query = sets asked (minus memo repeats) x (2 with ``debias``). Fallbacks, counted under ``fallback_*``
 names: the generated letter when the endpoint returns no logprobs (``fallback_generated_letter``), no letter among
 the top logprobs (``fallback_no_label``), a failed call (``fallback_failed_call``); a set without an answer (with
-``debias``: either order without one) keeps its items where they are (``comparison_unanswered``).
+``debias``: either order without one) keeps its items where they are (``comparison_unanswered``). ``chose_first_item``
+counts the answers whose most probable letter is A, out of ``set_orders``: a model's position bias (a heap's parent
+is shown first, so a model that favours A stops every sift at once).
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ class SetwiseReranker(Reranker):
         self.stats["set_orders"] += 1
         choice = read_choice(await self.complete(self.request(query, texts)), len(texts))
         count_choice(self.stats, choice)
+        if choice.dist is not None and len(choice.dist) > 1 and choice.dist[0] > max(choice.dist[1:]):
+            self.stats["chose_first_item"] += 1  # position bias, beside set_orders: a heap's sift stops when A wins
         return choice if self.prior is None else await self.prior.apply(self, query, choice)
 
     async def best(self, query: str, texts: Sequence[str]) -> list[float] | None:
