@@ -58,24 +58,28 @@ def dry_counts(printed: str) -> dict[str, tuple[int, str]]:
     return out
 
 
+def dry_then_live(home, capsys, responder, name: str) -> tuple[str, dict, pd.DataFrame]:
+    """One spec on the fake server answering with ``responder``: the dry run's printout and counts (no request may
+    reach the server), then the live run's usage.csv."""
+    with FakeServer(responder=responder) as srv:
+        spec = home / f"{name}.toml"
+        spec.write_text(chorus_spec(name, srv.base_url, home / "cache.sqlite", RERANKERS, first_stage="PISA BM25"))
+        assert main(["run", str(spec), "--out", str(home / f"{name}_dry"), "--dry-run"]) == 0
+        printed = capsys.readouterr().out
+        assert srv.requests == 0 and not (home / f"{name}_dry").exists()
+        assert main(["run", str(spec), "--out", str(home / name)]) == 0
+    return printed, dry_counts(printed), pd.read_csv(home / name / "usage.csv").set_index("system")
+
+
 @pytest.mark.slow
 def test_dry_run_marks_answer_dependent_counts_as_estimates(home, capsys):
-    with FakeServer(responder=consistent_model) as srv:
-        spec = home / "bounds.toml"
-        spec.write_text(chorus_spec("bounds", srv.base_url, home / "cache.sqlite", RERANKERS, first_stage="PISA BM25"))
-        assert main(["run", str(spec), "--out", str(home / "dry"), "--dry-run"]) == 0
-        printed = capsys.readouterr().out
-        assert srv.requests == 0 and not (home / "dry").exists()
-        dry = dry_counts(printed)
-        assert dry["PISA BM25 >> setwise"][1] == "estimate"
-        assert dry["PISA BM25 >> pointwise"][1] == "exact"
-        # one question per product of the top 10; a product text shown twice is asked once (the cache answers)
-        assert 0 < dry["PISA BM25 >> pointwise"][0] <= 10 * len(QUERIES)
-        assert re.search(r"dry run: about \d+ calls the real run would make", printed)
-        assert f"{dry['PISA BM25 >> setwise'][0]} of them are an estimate" in printed
-
-        assert main(["run", str(spec), "--out", str(home / "out")]) == 0
-    usage = pd.read_csv(home / "out" / "usage.csv").set_index("system")
+    printed, dry, usage = dry_then_live(home, capsys, consistent_model, "bounds")
+    assert dry["PISA BM25 >> setwise"][1] == "estimate"
+    assert dry["PISA BM25 >> pointwise"][1] == "exact"
+    # one question per product of the top 10; a product text shown twice is asked once (the cache answers)
+    assert 0 < dry["PISA BM25 >> pointwise"][0] <= 10 * len(QUERIES)
+    assert re.search(r"dry run: about \d+ calls the real run would make", printed)
+    assert f"{dry['PISA BM25 >> setwise'][0]} of them are an estimate" in printed
     assert usage.loc["PISA BM25 >> pointwise", "calls"] == dry["PISA BM25 >> pointwise"][0]
     # the answers send the heap's sifts deeper than the dry run's missing answers did
     assert usage.loc["PISA BM25 >> setwise", "calls"] > dry["PISA BM25 >> setwise"][0]
@@ -92,13 +96,6 @@ def first_item_model(request):
 @pytest.mark.slow
 def test_a_model_that_always_picks_the_first_item_makes_fewer_calls_than_the_dry_run_counted(home, capsys):
     """Why the count is no lower bound: the parent of every sift wins, so each sift stops after one set."""
-    with FakeServer(responder=first_item_model) as srv:
-        spec = home / "first.toml"
-        spec.write_text(chorus_spec("first", srv.base_url, home / "cache.sqlite", RERANKERS, first_stage="PISA BM25"))
-        assert main(["run", str(spec), "--out", str(home / "dry"), "--dry-run"]) == 0
-        dry = dry_counts(capsys.readouterr().out)
-        assert srv.requests == 0
-        assert main(["run", str(spec), "--out", str(home / "out")]) == 0
-    usage = pd.read_csv(home / "out" / "usage.csv").set_index("system")
+    _, dry, usage = dry_then_live(home, capsys, first_item_model, "first")
     assert 0 < usage.loc["PISA BM25 >> setwise", "calls"] < dry["PISA BM25 >> setwise"][0]
     assert usage.loc["PISA BM25 >> pointwise", "calls"] == dry["PISA BM25 >> pointwise"][0]
