@@ -348,30 +348,6 @@ def product_text(opts: Mapping[str, Any], context: Any, path: str, cls: type = P
     return construct(cls, path, require_dataset(context, path), **opts)
 
 
-#: the passage form of each product template that has one (TREC DL: the papers' prompts, no shop wording)
-PASSAGE_TEMPLATES = {
-    "pointwise_yesno": "pointwise_yesno_passage",
-    "listwise_rankgpt": "listwise_rankgpt_passage",
-    "listwise_first": "listwise_first_passage",
-    "setwise_best": "setwise_best_passage",
-    "pairwise_ab": "pairwise_ab_passage",
-}
-
-
-def default_template(name: str, dataset: Any) -> str:
-    """The default template ``name`` for ``dataset`` (a reranker's ``text.dataset``): its passage form when it holds
-    passages (``text_kind = "passage"``); a product template that has no passage form is refused there, so that a
-    shop prompt is never put to passages unasked."""
-    kind = getattr(dataset, "text_kind", "product")
-    if kind != "passage":
-        return name
-    if name not in PASSAGE_TEMPLATES:
-        raise SpecError("template",
-                        f"the data set holds passages and the default template {name!r} is written for products; "
-                        f"name a template (passage templates: {sorted(PASSAGE_TEMPLATES.values())})")
-    return PASSAGE_TEMPLATES[name]
-
-
 def text_dataset(text: Any) -> Any:
     """The data set a reranker's ``text`` (a ProductText, or None: the input's text column) reads."""
     return getattr(text, "dataset", None)

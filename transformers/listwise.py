@@ -17,7 +17,8 @@ from typing import Any, Mapping, Sequence
 from superb.errors import SpecError
 from superb.llm.prompts import TemplateName
 from superb.options import Flag, NonNegativeInt, OneOf
-from superb.transformers.base import Candidates, Reranker, default_template, scores_from_order, text_dataset
+from superb.transformers.base import Candidates, Reranker, scores_from_order, text_dataset
+from superb.transformers.templates import stage_template
 from superb.transformers.window import DEFAULT_TEMPLATES, MAX_LIKELIHOOD_WINDOW, METHODS, window_ranker
 
 
@@ -44,7 +45,7 @@ class ListwiseReranker(Reranker):
                  seed: NonNegativeInt = 0, calibrate: Flag = False, template: TemplateName = None, **kw: Any):
         super().__init__(llm, **kw)
         if method in DEFAULT_TEMPLATES:
-            template = template or default_template(DEFAULT_TEMPLATES[method], text_dataset(self.text))
+            template = stage_template(template, DEFAULT_TEMPLATES[method], text_dataset(self.text), self.type_name)
         self.ranker = window_ranker(method, shuffles, seed, calibrate, template)
         self.method = method
         size = self.window_size()

@@ -35,7 +35,8 @@ from superb.llm.preference import DEFAULT_TEMPLATE, PairwisePreference
 from superb.llm.prompts import TemplateName
 from superb.llm.types import ChatRequest, Completion
 from superb.options import Flag, OneOf, PositiveInt, TopK
-from superb.transformers.base import Candidates, Reranker, Text, default_template, scores_from_order, text_dataset
+from superb.transformers.base import Candidates, Reranker, Text, scores_from_order, text_dataset
+from superb.transformers.templates import stage_template
 from superb.transformers.selection import BubbleTopK, PairHeapTopK, PairMergeSort, SoftAllPairs
 
 STRATEGIES = ("allpairs", "sliding", "sort", "heap")
@@ -83,7 +84,7 @@ class PairwiseProbReranker(Reranker):
                  both_orders: Flag = True, template: TemplateName = None, tag: str = ""):
         super().__init__(llm, text=text, top_k=top_k, tag=tag)
         self.strategy = pair_strategy(strategy, passes, select)
-        template = template or default_template(DEFAULT_TEMPLATE, text_dataset(text))
+        template = stage_template(template, DEFAULT_TEMPLATE, text_dataset(text), self.type_name)
         self.preference = PairwisePreference(Counted(self), template, both_orders=both_orders, fields=("text",),
                                              max_chars=10**6, tag=self.tag)
 

@@ -35,7 +35,8 @@ from typing import Annotated, Any
 
 from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
 from superb.options import OneOf, PositiveInt, UnitFloat, one_of
-from superb.transformers.base import Candidates, Reranker, default_template, text_dataset
+from superb.transformers.base import Candidates, Reranker, text_dataset
+from superb.transformers.templates import stage_template
 from superb.llm.parsing import (
     LABEL_TOKENS,
     YES_NO_TOKENS,
@@ -43,13 +44,20 @@ from superb.llm.parsing import (
     parse_label,
     parse_yes_no,
 )
-from superb.llm.prompts import load_template
+from superb.llm.prompts import is_file_ref, load_template, template_name
 
 VARIANTS = ("best", "yesno")
 TEMPLATES = {
     "best": ("pointwise_best", "pointwise_best_product", "judge_umbrela"),
     "yesno": ("pointwise_yesno", "pointwise_yesno_product", "pointwise_yesno_product_guard", "pointwise_yesno_passage"),
 }
+
+
+def pointwise_template(value: Any, path: str) -> str:
+    """The ``template`` option's parser: a pointwise template's name, or a .j2 file of the user's."""
+    if is_file_ref(value):
+        return template_name(value, path)
+    return one_of(*TEMPLATES["best"], *TEMPLATES["yesno"])(value, path)
 
 
 
@@ -68,13 +76,14 @@ class PointwiseReranker(Reranker):
     type_name = "pointwise"
 
     def __init__(self, llm: Any, *, variant: OneOf(*VARIANTS) = "best",
-                 template: Annotated[str | None, one_of(*TEMPLATES["best"], *TEMPLATES["yesno"])] = None,
+                 template: Annotated[str | None, pointwise_template] = None,
                  alpha: UnitFloat = 1.0, max_new_tokens: PositiveInt = LABEL_MAX_TOKENS, **kw: Any):
         super().__init__(llm, alpha=alpha, **kw)
         if variant not in VARIANTS:
             raise ValueError(f"PointwiseReranker: variant must be one of {list(VARIANTS)}, got {variant!r}")
-        template = template or default_template(TEMPLATES[variant][0], text_dataset(self.text))
-        if template not in TEMPLATES[variant] and not template.startswith(f"pointwise_{variant}"):
+        template = stage_template(template, TEMPLATES[variant][0], text_dataset(self.text), self.type_name)
+        if not is_file_ref(template) and template not in TEMPLATES[variant] and \
+                not template.startswith(f"pointwise_{variant}"):
             raise ValueError(f"PointwiseReranker: template {template!r} does not answer variant {variant!r}; "
                              f"use one of {list(TEMPLATES[variant])} (or a pointwise_{variant}* template of your own)")
 

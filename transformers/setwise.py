@@ -38,7 +38,8 @@ from superb.llm.prompts import TemplateName
 from superb.llm.prompts import load_template
 from superb.llm.types import ChatRequest
 from superb.options import Flag, OneOf, PositiveInt, TopK
-from superb.transformers.base import Candidates, Reranker, Text, default_template, scores_from_order, text_dataset
+from superb.transformers.base import Candidates, Reranker, Text, scores_from_order, text_dataset
+from superb.transformers.templates import stage_template
 from superb.transformers.position_prior import PositionPrior
 from superb.transformers.selection import BubbleTopK, HeapTopK
 
@@ -80,7 +81,7 @@ class SetwiseReranker(Reranker):
         else:
             raise ValueError(f"SetwiseReranker: unknown strategy {strategy!r}; allowed: {list(STRATEGIES)}")
 
-        self.template = load_template(template or default_template(DEFAULT_TEMPLATE, text_dataset(text)))
+        self.template = load_template(stage_template(template, DEFAULT_TEMPLATE, text_dataset(text), self.type_name))
         self.debias = bool(debias)
         self.prior = PositionPrior(lambda query, texts, tag: self.request(query, texts)) if calibrate else None
 

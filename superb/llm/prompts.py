@@ -1,4 +1,5 @@
-"""Prompt templates: jinja2 files under superb/llm/prompts/NAME.j2, each identified by name and fingerprint.
+"""Prompt templates: jinja2 files under superb/llm/prompts/NAME.j2, or a file of the user's (a path ending in
+``.j2``, read from the current folder), each identified by name (the file's stem) and fingerprint.
 
 ``Template.id`` ("pointwise_yesno@3f2a9c1d0b") goes into every ChatRequest.template, hence into the cache key: edit
 a template and its fingerprint changes, so old cached answers are not reused for the new prompt; a run's records
@@ -59,7 +60,7 @@ class Template:
         try:
             return compiled.render(**variables)
         except jinja2.UndefinedError as e:
-            raise ValueError(f"template {self.id} ({self.path or 'inline'}): {e}; it uses "
+            raise SpecError("template", f"template {self.id} ({self.path or 'inline'}): {e}; it uses "
                              f"{sorted(self.variables)}, got {sorted(variables)}") from None
 
     @staticmethod
@@ -79,11 +80,41 @@ def available() -> list[str]:
     return sorted(p.stem for p in PROMPT_DIR.glob("*.j2"))
 
 
+def is_file_ref(value: Any) -> bool:
+    """Whether a template option names a file of the user's (a path ending in ``.j2``) rather than a package name."""
+    return isinstance(value, str) and value.endswith(".j2")
+
+
+def _read_file(ref: str) -> Template:
+    """The user's template file ``ref``; SpecError (key ``template``) naming the file when it is missing, not UTF-8 or
+    not valid jinja2 (with its line)."""
+    import jinja2
+
+    path = Path(ref).expanduser()
+    if not path.is_file():
+        raise SpecError("template", f"prompt template file {ref!r} not found (relative paths are read from the "
+                                    f"current folder, {Path.cwd()}); give an existing .j2 file, or a package "
+                                    f"template's name: {', '.join(available())}")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError("template", f"prompt template file {path} is not UTF-8 text ({e.reason} at byte {e.start}); "
+                                    f"save it as UTF-8") from None
+    try:
+        _environment().parse(source)
+    except jinja2.TemplateSyntaxError as e:
+        raise SpecError("template", f"{path}:{e.lineno}: not a valid jinja2 template: {e.message}") from None
+    return Template(name=path.stem, source=source, path=path)
+
+
 def load_template(name: Any) -> Any:
-    """The template superb/llm/prompts/NAME.j2 (re-read each call, so an edited file gets a new fingerprint); a
-    template object (anything that is not a string: it has ``render`` and ``id``) is returned as it is."""
+    """The template superb/llm/prompts/NAME.j2, or the user's file NAME when it ends in ``.j2`` (re-read each call, so
+    an edited file gets a new fingerprint); a template object (anything that is not a string: it has ``render`` and
+    ``id``) is returned as it is."""
     if not isinstance(name, str) and name is not None:
         return name
+    if is_file_ref(name):
+        return _read_file(name)
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"template name {name!r} is not a plain file stem; available: {', '.join(available())}")
     path = PROMPT_DIR / f"{name}.j2"
@@ -93,11 +124,28 @@ def load_template(name: Any) -> Any:
 
 
 def template_name(value: Any, path: str) -> str:
-    """A spec option's parser (superb.options): the name of a prompt template under superb/llm/prompts/."""
+    """A spec option's parser (superb.options): the name of a prompt template under superb/llm/prompts/, or the path
+    of a .j2 file of the user's (read and parsed here, so a missing or broken file is refused with the spec)."""
+    if is_file_ref(value):
+        try:
+            _read_file(value)
+        except SpecError as e:
+            raise SpecError(path, str(e).removeprefix("template: ")) from None
+        return value
     names = available()
     if not isinstance(value, str) or value not in names:
-        raise SpecError(path, f"expected the name of a prompt template, one of {names}, got {value!r}")
+        raise SpecError(path, f"expected the name of a prompt template, one of {names}, or the path of a .j2 file "
+                              f"of your own, got {value!r}")
     return value
+
+
+def require_variables(template: Template, allowed: frozenset[str], path: str, filled_by: str) -> None:
+    """Refuse a template that reads a variable the stage does not fill (``allowed``: those of the stage's own
+    template), before any request is built: SpecError naming the variables, the file and what the stage fills."""
+    extra = sorted(template.variables - allowed)
+    if extra:
+        raise SpecError(path, f"the prompt template {template.path or template.name} reads {extra}, which "
+                              f"{filled_by} does not fill; it fills {sorted(allowed)}")
 
 
 TemplateName = Annotated[str | None, template_name]  # None: the stage's default for its data set
