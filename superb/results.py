@@ -46,6 +46,7 @@ from superb.eval.stats import PairedTest
 from superb.eval.table_files import read_tables, write_tables
 from superb.eval.table_markdown import format_markdown, views_sentence
 from superb.experiment import ExperimentResult
+from superb.llm.prompts import file_records
 from superb.llm.ship import ship_responses
 from superb.provenance import write as write_provenance
 from superb.runs import TIE_RULE, write_run
@@ -228,6 +229,9 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     given = {n: p.given_run for n, p in result.pipelines.items() if getattr(p, "given_run", None)}
     if given:  # first stages read from run files: which file, its sha256 (superb.run_files)
         provenance["given_runs"] = given
+    prompts = file_records(result.spec.raw)
+    if prompts:  # prompt templates from the user's files: which file, its sha256, the id its requests carry
+        provenance["prompt_files"] = prompts
     if getattr(result, "sharding", None):  # a shard of a run, or a merge of shards (superb/shards.py, merge.py)
         provenance["sharding"] = result.sharding
     path = write_provenance(out_dir, provenance)  # + packages, project (commit, dirty, diff), host; source.patch

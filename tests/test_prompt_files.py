@@ -8,6 +8,9 @@ broken file when the spec is read, an unfilled variable when the stage is built.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 
 from fakeserver import FakeServer, yes
@@ -110,6 +113,10 @@ def test_a_run_asks_the_files_prompt_and_an_edit_is_asked_again(data, capsys):  
     assert srv.requests == 5  # top 3 of query 1, both of query 2
     prompts = [m["content"] for body in srv.received for m in body["messages"]]
     assert all(p.startswith("Shopper asks: ") for p in prompts) and any("trail running shoes" in p for p in prompts)
+    recorded = json.loads((data / "out" / "provenance.json").read_text())["prompt_files"]
+    assert recorded == {"pipelines[1].rerank.template": {
+        "file": str(mine), "sha256": hashlib.sha256(mine.read_bytes()).hexdigest(),
+        "id": f"yesno@{fingerprint(mine.read_text(encoding='utf-8'))}"}}
     code, err, srv = run(data, capsys, str(mine))
     assert code == 0 and srv.requests == 0  # the same file: every answer from the cache
     mine.write_text("Shopper asks: {{ query }}\nItem: {{ product }}\nReply yes or no.", encoding="utf-8")

@@ -123,6 +123,22 @@ def load_template(name: Any) -> Any:
     return Template(name=name, source=path.read_text(encoding="utf-8"), path=path)
 
 
+def file_records(table: Any, path: str = "") -> dict[str, dict[str, str]]:
+    """The user's prompt files a spec table names (any ``template`` key whose value is a .j2 path, at any depth), by
+    key path: the file as given, its sha256 and the template id its requests carry (for provenance.json)."""
+    found: dict[str, dict[str, str]] = {}
+    items = table.items() if isinstance(table, dict) else enumerate(table) if isinstance(table, list) else ()
+    for key, value in items:
+        where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
+        if key == "template" and is_file_ref(value) and Path(value).expanduser().is_file():
+            template = load_template(value)
+            found[where] = {"file": value, "sha256": hashlib.sha256(Path(value).expanduser().read_bytes()).hexdigest(),
+                            "id": template.id}
+        else:
+            found.update(file_records(value, where))
+    return found
+
+
 def template_name(value: Any, path: str) -> str:
     """A spec option's parser (superb.options): the name of a prompt template under superb/llm/prompts/, or the path
     of a .j2 file of the user's (read and parsed here, so a missing or broken file is refused with the spec)."""
