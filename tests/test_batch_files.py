@@ -13,7 +13,7 @@ from fakeserver import FakeServer, Reply, batch_output_line
 from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache, Usage
 from superb.llm.batch import CollectingClient, PendingRequest, PendingStore
 from superb.llm.batch_results import import_results, result_body
-from superb.llm.cache import cache_key
+from superb.llm.cache_rows import cache_key
 from superb.transformers.base import Reranker
 
 SECRET = "sk-live-batchsecret-0123456789abcdef"

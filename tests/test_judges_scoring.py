@@ -18,7 +18,8 @@ from superb.judges.from_cache import cache_only_client, score_from_cache
 from superb.judges.scoring import (PRESETS, CalibratedJudge, DeliberatedScoringJudge, ExpectedGrade, ScoringJudge,
                                    YesProbability, build_scoring_judge)
 from superb.llm import LLMClient, LLMConfig, Usage, ideal
-from superb.llm.cache import ResponseCache, cache_key
+from superb.llm.cache import ResponseCache
+from superb.llm.cache_rows import cache_key
 from superb.llm.prompts import load_template
 from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest

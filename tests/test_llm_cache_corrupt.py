@@ -10,7 +10,7 @@ import pytest
 from fakeserver import FakeServer
 from superb.errors import LLMError
 from superb.llm import ChatRequest, Completion, LLMConfig, ResponseCache, open_llm
-from superb.llm.cache import corrupt_cache_error
+from superb.llm.cache_file import corrupt_cache_error
 
 
 def filled(path, n: int = 400) -> bytes:

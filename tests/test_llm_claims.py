@@ -118,7 +118,7 @@ def test_a_claim_whose_owner_died_is_taken_over_at_once(tmp_path):
         config = LLMConfig(model="fake-model", base_urls=(srv.base_url,))
         with ResponseCache(path) as cache:
             request = requests(1)[0]
-            from superb.llm.cache import cache_key
+            from superb.llm.cache_rows import cache_key
 
             cache.claims.force(cache_key("fake-model", request), owner="ghost", pid=dead_pid())
             client = LLMClient(config, cache=cache)
@@ -131,7 +131,7 @@ def test_a_claim_whose_owner_died_is_taken_over_at_once(tmp_path):
 def test_a_claim_whose_heartbeat_stopped_is_taken_over(tmp_path):
     path = tmp_path / "cache.sqlite"
     with FakeServer() as srv, ResponseCache(path) as cache:
-        from superb.llm.cache import cache_key
+        from superb.llm.cache_rows import cache_key
         from superb.llm.claims import STALE_S
 
         request = requests(1)[0]
@@ -147,7 +147,7 @@ def test_a_live_claim_is_waited_for_and_its_answer_served(tmp_path):
     """Another owner (alive: this process) holds the claim; its answer lands in the cache 0.5 s later: the client
     waits, re-checks, and serves it without a call."""
     from superb.llm import Completion
-    from superb.llm.cache import cache_key
+    from superb.llm.cache_rows import cache_key
 
     path = tmp_path / "cache.sqlite"
     with FakeServer() as srv, ResponseCache(path) as cache, ResponseCache(path) as other:

@@ -14,7 +14,7 @@ import pytest
 from fakeserver import FakeServer
 from local_data import data  # noqa: F401 (a fixture)
 from superb.cli import main
-from superb.llm.cache import CachedRow
+from superb.llm.cache_rows import CachedRow
 from superb.llm.ship import write_lines
 from test_cli_exit_codes import spec, yes
 
@@ -59,7 +59,7 @@ def test_replay_refuses_malformed_logprobs_and_the_next_run_calls_only_those(dat
     ("prompt_tokens", True, "prompt_tokens")])
 def test_each_field_is_checked(field, value, reason):
     material = {"v": 1, "model": "m", "template": "t", "messages": [["user", "q"]]}
-    from superb.llm.cache import canonical_json, key_of_canonical
+    from superb.llm.cache_rows import canonical_json, key_of_canonical
 
     row = {"key": key_of_canonical(canonical_json(material)), "model": "m", "template": "t", "request": material,
            "text": "yes", "logprobs": [["yes", -0.1, {"yes": -0.1, "no": -2.4}]], "prompt_tokens": 3,

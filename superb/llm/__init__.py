@@ -9,7 +9,8 @@ Importing this package is cheap: openai and xllamacpp load on first use.
 
 from superb.llm.types import ChatRequest, Completion, TokenLogprob  # noqa: F401
 from superb.llm.config import LLMConfig  # noqa: F401
-from superb.llm.cache import ResponseCache, cache_key  # noqa: F401
+from superb.llm.cache import ResponseCache  # noqa: F401
+from superb.llm.cache_rows import cache_key  # noqa: F401
 from superb.llm.usage import Usage  # noqa: F401
 from superb.llm.client import LLMClient  # noqa: F401
 from superb.llm.connect import describe, open_llm  # noqa: F401  (superb.llm.connect.connect -> (client, close))

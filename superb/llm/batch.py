@@ -4,7 +4,7 @@ A batch line is what the OpenAI Batch API, ``vllm run-batch`` and SGLang's /v1/b
 
     {"custom_id": KEY, "method": "POST", "url": "/v1/chat/completions", "body": {...}}
 
-``custom_id`` is the response cache key (sha256 of the canonical request, superb/llm/cache.py) and ``body`` is exactly
+``custom_id`` is the response cache key (sha256 of the canonical request, superb/llm/cache_rows.py) and ``body`` is exactly
 what the live client would send (``chat_body``: model, messages, max_tokens, temperature, seed, logprobs and
 top_logprobs, logit_bias, stop). Nothing secret is in it: no API key, no endpoint URL, no header.
 
@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from superb.errors import LLMError
-from superb.llm.cache import CacheMiss, ResponseCache, _canonical, key_of_canonical
+from superb.llm.cache import CacheMiss, ResponseCache
+from superb.llm.cache_rows import canonical, key_of_canonical
 from superb.llm.client import _ClientBase, chat_body
 from superb.llm.config import LLMConfig
 from superb.llm.dryrun import PER_MESSAGE_TOKENS, estimate_tokens
@@ -108,7 +109,7 @@ class CountingSink:
         self._lock = threading.Lock()
 
     def add(self, model: str, request: ChatRequest) -> str:
-        key = key_of_canonical(_canonical(model, request))
+        key = key_of_canonical(canonical(model, request))
         with self._lock:
             if key not in self._seen:
                 self._seen.add(key)
@@ -198,10 +199,10 @@ class ExportRound:
         self._lock = threading.Lock()
 
     def add(self, model: str, request: ChatRequest) -> str:
-        canonical = _canonical(model, request)
-        key = key_of_canonical(canonical)
+        material = canonical(model, request)
+        key = key_of_canonical(material)
         body = json.dumps(chat_body(model, request), ensure_ascii=False, separators=(",", ":"))
-        row = (key, model, request.template, canonical, body, estimated_prompt_tokens(request), request.max_tokens)
+        row = (key, model, request.template, material, body, estimated_prompt_tokens(request), request.max_tokens)
         with self._lock:
             self._buffer.append(row)
             full = len(self._buffer) >= FLUSH_EVERY

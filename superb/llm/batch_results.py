@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from superb.errors import SuperbError
-from superb.llm.cache import CachedRow, ResponseCache, StoreCounts, _dump_logprobs
+from superb.llm.cache import ResponseCache
+from superb.llm.cache_rows import CachedRow, StoreCounts, dump_logprobs
 from superb.llm.batch import PendingStore
 from superb.llm.client import completion_from_json
 
@@ -151,6 +152,6 @@ def _row(n: int, line: str, store: PendingStore, report: ImportReport) -> Cached
         return None
     model, template, request = exported
     return CachedRow(key=custom_id, model=model, template=template, request=request, text=completion.text,
-                     logprobs=_dump_logprobs(completion.logprobs), prompt_tokens=completion.prompt_tokens,
+                     logprobs=dump_logprobs(completion.logprobs), prompt_tokens=completion.prompt_tokens,
                      completion_tokens=completion.completion_tokens)
 

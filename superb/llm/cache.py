@@ -11,14 +11,14 @@ Storage is SQLite in WAL mode through the standard library's sqlite3, because:
 
 Each row keeps the canonical request JSON beside the answer (for audits and replays). The key is the sha256 of
 that canonical JSON of (model id, messages, sampling and logprob parameters, template id with
-its fingerprint). It deliberately leaves out the endpoint URL, the API key and the tag: the same model answers the
+its fingerprint; superb/llm/cache_rows.py). It deliberately leaves out the endpoint URL, the API key and the tag: the same model answers the
 same request the same way wherever it is served and whoever asked, and keys are never written anywhere.
 
 Modes: "normal" (read, write misses), "read-only" (read; a miss raises LLMError naming the template: for exact
 replays), "refresh" (ignore hits, make every call and overwrite), "off" (no reads, no writes).
 
 Opening is the same for every command (run, dry run, responses save/replay, batch, judge) and refuses, naming the
-file and the way out: a directory at the path, bytes that are not SQLite, a copy cut short, damaged pages anywhere
+file and the way out (superb/llm/cache_file.py): a directory at the path, bytes that are not SQLite, a copy cut short, damaged pages anywhere
 (``PRAGMA quick_check``, about 0.1 s for 85 MB), an SQLite file with other tables or columns (superb writes nothing
 into it). Damage found later, by any lookup, store or row read, raises the same errors; a cached answer that cannot be
 loaded names its key and ``superb responses remove KEY``. A read-only miss is ``CacheMiss``, the only error a dry run
@@ -33,28 +33,28 @@ where each came from in the table ``response_sources``; a row whose key is not t
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from superb.errors import LLMError
+from superb.llm.cache_file import (check_file, check_schema, corrupt_cache_error, foreign_cache_error, probe_pages,
+                                   unloadable_row_error)
+from superb.llm.cache_rows import (CachedRow, StoreCounts, cache_key, canonical, dump_logprobs, key_of_canonical,
+                                   load_logprobs, same_logprobs)
 from superb.llm.claims import ClaimBook
 from superb.llm.config import CACHE_MODES
-from superb.llm.types import ChatRequest, Completion, TokenLogprob
-
-KEY_VERSION = 1
+from superb.llm.types import ChatRequest, Completion
 
 
 class CacheMiss(LLMError):
     """A miss in read-only mode. Dry runs and batch exports catch this, and only this: a damaged cache is never a
     miss."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -72,76 +72,6 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-def key_material(model: str, request: ChatRequest) -> dict:
-    """What the cache key is made of. The tag is excluded on purpose (accounting only)."""
-    return {
-        "v": KEY_VERSION,
-        "model": model,
-        "messages": [list(m) for m in request.messages],
-        "template": request.template,
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "seed": request.seed,
-        "logprobs": request.logprobs,
-        "top_logprobs": request.top_logprobs,
-        "logit_bias": [list(b) for b in request.logit_bias],
-        "stop": list(request.stop),
-    }
-
-
-def _canonical(model: str, request: ChatRequest) -> str:
-    return json.dumps(key_material(model, request), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def cache_key(model: str, request: ChatRequest) -> str:
-    return hashlib.sha256(_canonical(model, request).encode("utf-8")).hexdigest()
-
-
-def key_of_canonical(canonical: str) -> str:
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def canonical_json(material: dict) -> str:
-    """The canonical text of key material read back from JSON (the exact form ``cache_key`` hashes)."""
-    return json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _dump_logprobs(logprobs: tuple[TokenLogprob, ...] | None) -> str | None:
-    if logprobs is None:
-        return None
-    return json.dumps([[t.token, t.logprob, t.top] for t in logprobs], ensure_ascii=False)
-
-
-def _load_logprobs(raw: str | None) -> tuple[TokenLogprob, ...] | None:
-    if raw is None:
-        return None
-    return tuple(TokenLogprob(tok, lp, dict(top)) for tok, lp, top in check_logprobs(json.loads(raw)))
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN != NaN
-
-
-def check_logprobs(value: object) -> list:
-    """``value`` if it is what the cache stores as logprobs, a list of [token, logprob, {alternative: logprob}]
-    (strings, numbers that are not NaN); else ValueError naming the first entry that is not."""
-    if not isinstance(value, list):
-        raise ValueError(f"logprobs must be a list of [token, logprob, {{alternative: logprob}}], found "
-                         f"{type(value).__name__} {str(value)[:60]!r}")
-    for i, entry in enumerate(value):
-        if not (isinstance(entry, list) and len(entry) == 3):
-            raise ValueError(f"logprobs[{i}] must be [token, logprob, {{alternative: logprob}}], found "
-                             f"{str(entry)[:60]!r}")
-        token, logprob, top = entry
-        if not isinstance(token, str) or not _is_number(logprob):
-            raise ValueError(f"logprobs[{i}] must start with a token (string) and its logprob (number), found "
-                             f"{str(entry)[:60]!r}")
-        if not isinstance(top, dict) or not all(isinstance(k, str) and _is_number(v) for k, v in top.items()):
-            raise ValueError(f"logprobs[{i}][2] must map alternative tokens to logprobs (numbers), found "
-                             f"{str(top)[:60]!r}")
-    return value
-
-
 _SOURCES = """
 CREATE TABLE IF NOT EXISTS response_sources (
     key TEXT PRIMARY KEY,
@@ -151,159 +81,6 @@ CREATE TABLE IF NOT EXISTS response_sources (
 """
 _ROW_COLUMNS = "key, model, template, request, text, logprobs, prompt_tokens, completion_tokens"
 _CHUNK = 500  # keys per SELECT ... IN (...) (SQLite allows 999 parameters by default on old builds)
-
-
-@dataclass(frozen=True)
-class CachedRow:
-    """One cached answer, as it travels between caches: no latency, no timestamp, no endpoint, no key of any API."""
-
-    key: str
-    model: str
-    template: str
-    request: str  # canonical JSON of the key material (its sha256 is the key)
-    text: str
-    logprobs: str | None  # JSON [[token, logprob, {alternative: logprob}], ...] as the cache stores it
-    prompt_tokens: int
-    completion_tokens: int
-
-    def to_dict(self) -> dict:
-        return {"key": self.key, "model": self.model, "template": self.template,
-                "request": json.loads(self.request), "text": self.text,
-                "logprobs": None if self.logprobs is None else json.loads(self.logprobs),
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
-
-    @staticmethod
-    def from_dict(row: dict) -> "CachedRow":
-        """A row read from a shipped file; raises ValueError naming what is wrong (missing field, key mismatch)."""
-        if not isinstance(row, dict):
-            raise ValueError(f"a row must be a JSON object, found {type(row).__name__}")
-        missing = [f for f in ("key", "model", "template", "request", "text") if f not in row]
-        if missing:
-            raise ValueError(f"missing field(s) {missing}")
-        for name in ("key", "model", "template", "text"):
-            if not isinstance(row[name], str):
-                raise ValueError(f"{name!r} must be a string, found {type(row[name]).__name__} {row[name]!r}")
-        if not row["model"]:
-            raise ValueError("'model' is empty")
-        for name in ("prompt_tokens", "completion_tokens"):
-            count = row.get(name, 0)
-            if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
-                raise ValueError(f"{name!r} must be a whole number >= 0, found {count!r}")
-        material = row["request"]
-        if not isinstance(material, dict):
-            raise ValueError(f"'request' is not an object: {str(material)[:80]!r}")
-        canonical = canonical_json(material)
-        if key_of_canonical(canonical) != row["key"]:
-            raise ValueError(f"key {str(row['key'])[:12]} is not the sha256 of its request (edited or corrupted row)")
-        if material.get("model") != row["model"] or material.get("template") != row["template"]:
-            raise ValueError("model/template differ from those inside its request")
-        logprobs = row.get("logprobs")
-        if logprobs is not None:
-            check_logprobs(logprobs)
-        return CachedRow(key=row["key"], model=row["model"], template=row["template"], request=canonical,
-                         text=row["text"],
-                         logprobs=None if logprobs is None else json.dumps(logprobs, ensure_ascii=False),
-                         prompt_tokens=int(row.get("prompt_tokens") or 0),
-                         completion_tokens=int(row.get("completion_tokens") or 0))
-
-
-@dataclass
-class StoreCounts:
-    """What ``store_rows`` did: new rows, rows already there with the same answer, rows there with another answer
-    (kept, or replaced with replace=True)."""
-
-    stored: int = 0
-    identical: int = 0
-    conflicts: int = 0
-    replaced: int = 0
-
-
-def _same_logprobs(a: str | None, b: str | None) -> bool:
-    if a == b:
-        return True
-    if a is None or b is None:
-        return False
-    return json.loads(a) == json.loads(b)  # the same numbers, written with other spacing
-
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_COLUMNS = ("key", "model", "template", "request", "text", "logprobs", "prompt_tokens", "completion_tokens",
-            "latency_s", "created")
-# the tables superb keeps in a cache file: answers, their sources, batch exports (superb/llm/batch.py), claims
-_TABLES = {"responses", "response_sources", "batch_requests", "batch_exports", "claims"}
-
-
-def corrupt_cache_error(path: Path, cause: object) -> LLMError:
-    """The error for a cache file SQLite cannot use: which file, what is wrong, and the way out."""
-    return LLMError(
-        f"the LLM response cache {path} is corrupt ({cause}). Move it aside and run again: "
-        f"`mv {path} {path}.corrupt` (also any {path.name}-wal and {path.name}-shm beside it); the run creates a "
-        f"new cache and makes the calls again. To keep what is still readable, first recover it with the sqlite3 "
-        f"shell: `sqlite3 {path}.corrupt .recover | sqlite3 {path}`."
-    )
-
-
-def unloadable_row_error(path: Path, key: str, cause: object) -> LLMError:
-    """The error for one cached answer that cannot be loaded: its key, why, and the command that removes it."""
-    return LLMError(f"the cached answer {key} in the LLM response cache {path} cannot be loaded ({cause}). Remove it "
-                    f"and run again (that one request is made again): `superb responses remove {key} --cache {path}`")
-
-
-def foreign_cache_error(path: Path, found: str) -> LLMError:
-    """The error for a valid SQLite file that is not a response cache: superb writes nothing into it."""
-    return LLMError(f"the LLM response cache {path} is an SQLite database but not a superb response cache ({found}); "
-                    f"superb will not write into it. Point llm.cache_path (or --cache) at a superb cache file or a new "
-                    f"path, or move the file away: `mv {path} {path}.other`")
-
-
-def _check_file(path: Path) -> None:
-    """Refuse a file that is not an SQLite database, or is shorter than its header says (a truncated copy), before
-    SQLite reads it: both would otherwise fail later, mid-run, on whichever page is missing."""
-    if path.is_dir():
-        raise LLMError(f"the LLM response cache {path} is a directory, not a file: set llm.cache_path (or --cache) to "
-                       f"a file, e.g. {path / 'llm-cache.sqlite'}, or move the directory away")
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return  # a new cache
-    if size == 0:
-        return  # SQLite treats an empty file as a new database
-    with open(path, "rb") as handle:
-        header = handle.read(100)
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
-        raise corrupt_cache_error(path, "not an SQLite database: its first bytes are not the SQLite header")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    valid_count = header[24:28] == header[92:96]  # the in-header page count is valid only when these agree
-    wal = path.with_name(path.name + "-wal")
-    pending = wal.exists() and wal.stat().st_size > 0  # a checkpoint may still have pages to write from the WAL
-    if valid_count and pages and not pending and size < pages * page_size:
-        raise corrupt_cache_error(path, f"truncated: {size} bytes, but its header counts {pages} pages of "
-                                        f"{page_size} bytes = {pages * page_size} bytes")
-
-
-def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse a database whose tables are not a response cache's (before superb writes anything into it)."""
-    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-              if not name.startswith("sqlite_")}
-    others = sorted(tables - _TABLES)
-    if others:
-        raise foreign_cache_error(path, f"it holds the table(s) {', '.join(others[:5])}")
-    if "responses" in tables:
-        columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(responses)"))
-        if columns != _COLUMNS:
-            raise foreign_cache_error(path, f"its table responses has the columns {', '.join(columns)}, not "
-                                            f"{', '.join(_COLUMNS)}")
-
-
-def _probe(conn: sqlite3.Connection, path: Path) -> None:
-    """Read every page (PRAGMA quick_check: about 0.1 s for an 85 MB cache), so a damaged file fails here, at open,
-    rather than mid-run, or in a dry run that would count every damaged answer as a call to pay for."""
-    problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
-    if problems != ["ok"]:
-        found = " ".join(" ".join(problems).split())  # quick_check's report spans lines
-        raise corrupt_cache_error(path, f"database disk image is malformed: {found[:300]}")
 
 
 def _drop_sources(conn: sqlite3.Connection, keys: list[str]) -> None:
@@ -346,7 +123,7 @@ class ResponseCache:
 
     def _connect(self, busy_timeout_s: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _check_file(self.path)
+        check_file(self.path)
         deadline = time.monotonic() + busy_timeout_s
         while True:
             try:
@@ -365,8 +142,8 @@ class ResponseCache:
         conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            _check_schema(conn, self.path)
-            _probe(conn, self.path)
+            check_schema(conn, self.path)
+            probe_pages(conn, self.path)
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first opener
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -420,7 +197,7 @@ class ResponseCache:
         try:
             if not isinstance(text, str):
                 raise ValueError(f"its text is {type(text).__name__}, not a string")
-            loaded = _load_logprobs(logprobs)
+            loaded = load_logprobs(logprobs)
         except (ValueError, TypeError) as e:
             raise unloadable_row_error(self.path, key, e) from None
         return Completion(text=text, logprobs=loaded, prompt_tokens=p_tok,
@@ -430,10 +207,10 @@ class ResponseCache:
         """Store a successful completion (committed at once). Failures are never cached. Returns True if written."""
         if self._conn is None or self.mode == "read-only" or completion.failed:
             return False
-        canonical = _canonical(model, request)  # stored beside the answer, so a cache can be audited and replayed
-        key = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-        row = (key, model, request.template, canonical, completion.text,
-               _dump_logprobs(completion.logprobs), completion.prompt_tokens, completion.completion_tokens,
+        material = canonical(model, request)  # stored beside the answer, so a cache can be audited and replayed
+        key = key_of_canonical(material)
+        row = (key, model, request.template, material, completion.text,
+               dump_logprobs(completion.logprobs), completion.prompt_tokens, completion.completion_tokens,
                completion.latency_s, time.time())
         with self.locked("write") as conn:
             conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
@@ -529,7 +306,7 @@ class ResponseCache:
                 for r in rows:
                     if r.key in have:
                         text, logprobs = have[r.key]
-                        if text == r.text and _same_logprobs(logprobs, r.logprobs):
+                        if text == r.text and same_logprobs(logprobs, r.logprobs):
                             counts.identical += 1
                             continue
                         counts.conflicts += 1

@@ -29,7 +29,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Coroutine, Iterable, Sequence, TypeVar
 
 from superb.errors import LLMError
-from superb.llm.cache import ResponseCache, cache_key
+from superb.llm.cache import ResponseCache
+from superb.llm.cache_rows import cache_key
 from superb.llm.config import LLMConfig
 from superb.llm.runner import LoopThread, gather_cancelling
 from superb.llm.types import ChatRequest, Completion, TokenLogprob

@@ -22,7 +22,8 @@ import asyncio
 import json
 import urllib.request
 
-from superb.llm.cache import CacheMiss, ResponseCache, cache_key
+from superb.llm.cache import CacheMiss, ResponseCache
+from superb.llm.cache_rows import cache_key
 from superb.llm.client import _ClientBase
 from superb.llm.config import LLMConfig
 from superb.llm.model import model_id

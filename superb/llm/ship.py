@@ -31,7 +31,9 @@ from typing import Any, Iterator
 
 from superb.digest import sha256_files
 from superb.errors import SuperbError
-from superb.llm.cache import CachedRow, ResponseCache, StoreCounts, unloadable_row_error
+from superb.llm.cache import ResponseCache
+from superb.llm.cache_file import unloadable_row_error
+from superb.llm.cache_rows import CachedRow, StoreCounts
 
 SHIPPED_FILE = "responses.jsonl.gz"
 PART_BYTES = 4_000_000  # compressed bytes after which the writer starts the next part (files stay under 5 MB)
