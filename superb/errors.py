@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class SuperbError(Exception):
@@ -29,6 +30,30 @@ class SpecErrors(SpecError):
         lines = [str(e) for e in self.errors]
         more = f"\n({len(lines)} errors in this spec; fix them all before running)" if len(lines) > 1 else ""
         ValueError.__init__(self, "\n".join(lines) + more)
+
+
+class Errors:
+    """Collects the SpecErrors of independent parts of a spec, so that one reading reports them all
+    (:class:`superb.errors.SpecErrors`); a part that failed gives ``None`` and the parts that depend on it are
+    not checked (their errors would only repeat the first)."""
+
+    def __init__(self) -> None:
+        self.found: list[SpecError] = []
+
+    def part(self, read: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            return read(*args, **kw)
+        except SpecErrors as many:
+            self.found.extend(many.errors)
+        except SpecError as err:
+            self.found.append(err)
+        return None
+
+    def raise_any(self) -> None:
+        if len(self.found) == 1:
+            raise self.found[0]
+        if self.found:
+            raise SpecErrors(self.found)
 
 
 class DataError(SuperbError):

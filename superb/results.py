@@ -51,7 +51,7 @@ from superb.llm.ship import ship_responses
 from superb.provenance import write as write_provenance
 from superb.runs import TIE_RULE, write_run
 from superb.shards import file_digests
-from superb.spec import check_file_names, file_name
+from superb.spec_names import check_file_names, file_name
 from superb.stage_scores import write_stage_scores
 
 USAGE_COLUMNS = ("calls", "cache_hits", "coalesced", "failures", "retries", "prompt_tokens", "completion_tokens",

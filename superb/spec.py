@@ -3,7 +3,7 @@
 Only the shape common to every experiment is checked here (top-level keys, queries, evaluation, pipelines and their
 baselines), plus what would otherwise fail after the LLM calls: every measure is parsed and computed once on a tiny
 judged query (:func:`check_measures`) and system names that would write one file are refused
-(:func:`check_file_names`). The tables handed to other layers -- ``[dataset]`` to
+(superb/spec_names.py). The [[pipelines]] entries are read by superb/spec_pipelines.py. The tables handed to other layers -- ``[dataset]`` to
 :func:`superb.data.load_dataset`, ``[llm]`` to ``LLMConfig.from_spec``, ``first_stage`` to
 :func:`superb.pipelines.from_spec`, each ``rerank`` entry to :func:`superb.transformers.build_reranker` -- are checked
 by those layers, with the same key-path error messages, all before the first LLM call (superb.experiment builds every
@@ -12,39 +12,20 @@ system before it runs any). Unknown keys are always rejected, never dropped.
 
 from __future__ import annotations
 
-import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from superb.errors import SpecError, SpecErrors
+from superb.errors import Errors, SpecError
 from superb.options import check_keys, typed
 from superb.pipelines.pipeline_spec import PipelineSpec
-from superb.transformers.registry import check_stage, score_columns
+from superb.spec_names import NAME_RE, SPEC_NAME_ROOM, check_name_length
+from superb.spec_pipelines import parse_pipelines
 
 INTERVALS = ("t", "bootstrap")
 NO_RELEVANT = ("keep", "drop")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.+>@()=,-]*$")
-
-
-def _name_max() -> int:
-    """The file system's longest file name in bytes (NAME_MAX: 255 on Linux, macOS and Windows file systems)."""
-    try:
-        return int(os.pathconf(".", "PC_NAME_MAX"))
-    except (OSError, ValueError, AttributeError):  # no pathconf (Windows) or no limit reported
-        return 255
-
-
-NAME_MAX = _name_max()
-# What superb adds to a spec name in a file name: results/.NAME.replaced-PID (PIDs up to 7 digits) of a shard folder
-# NAME.shard-I-of-N (I, N up to 3 digits); $SUPERB_HOME/batches/NAME-<12 hex> is shorter.
-SPEC_NAME_ROOM = len("..replaced-") + 7 + len(".shard-999-of-999")
-SYSTEM_NAME_ROOM = len("gain_.png")  # the longest file a system name makes: gain_NAME.png (runs/NAME.run is shorter)
-
-
 @dataclass(frozen=True)
 class QueriesSpec:
     split: str = "all"
@@ -135,30 +116,6 @@ def load_spec(path: str | Path) -> Spec:
     return parse_spec(read_toml(path), source=Path(path))
 
 
-class Errors:
-    """Collects the SpecErrors of independent parts of a spec, so that one reading reports them all
-    (:class:`superb.errors.SpecErrors`); a part that failed gives ``None`` and the parts that depend on it are
-    not checked (their errors would only repeat the first)."""
-
-    def __init__(self) -> None:
-        self.found: list[SpecError] = []
-
-    def part(self, read: Any, *args: Any, **kw: Any) -> Any:
-        try:
-            return read(*args, **kw)
-        except SpecErrors as many:
-            self.found.extend(many.errors)
-        except SpecError as err:
-            self.found.append(err)
-        return None
-
-    def raise_any(self) -> None:
-        if len(self.found) == 1:
-            raise self.found[0]
-        if self.found:
-            raise SpecErrors(self.found)
-
-
 def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     """The checked spec; every independent error found is reported together (:class:`Errors`)."""
     check_keys(raw, "", required={"name", "dataset", "pipelines"},
@@ -169,7 +126,7 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     queries = errors.part(parse_queries, raw.get("queries", {}), unjudged=True)
     evaluation = errors.part(_parse_evaluation, raw.get("evaluation", {}))
     llm = errors.part(typed, raw, "llm", dict, "") if "llm" in raw else None
-    pipelines = errors.part(_parse_pipelines, raw["pipelines"])
+    pipelines = errors.part(parse_pipelines, raw["pipelines"])
     description = errors.part(typed, raw, "description", str, "", default="")
     output = errors.part(typed, raw, "output", str, "", default=None)
     seed = errors.part(typed, raw, "seed", int, "", default=0)
@@ -187,7 +144,7 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
 
 def _parse_name(raw: dict[str, Any]) -> str:
     name = typed(raw, "name", str, "")
-    if not _NAME_RE.match(name) or "/" in name:
+    if not NAME_RE.match(name) or "/" in name:
         raise SpecError("name", f"{name!r} must be a plain name (letters, digits, _ . -), it names results/NAME")
     check_name_length(name, "name", room=SPEC_NAME_ROOM, what="the results folder results/.NAME.replaced-PID")
     return name
@@ -340,163 +297,3 @@ def check_measures(names: list[str], rel: int | None, views: Iterable[str], path
             check_computable(condensed, names, f"{path}.measures", where=f" under the {view} view")
 
 
-def _parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
-    """Every [[pipelines]] entry; each entry's first error is collected and reading goes on with the next entry, so a
-    spec's pipeline errors come together (an entry that reads a broken one is not checked further)."""
-    if not isinstance(items, list) or not items:
-        raise SpecError("pipelines", "must be a non-empty array of tables ([[pipelines]] entries)")
-    errors = Errors()
-    seen: dict[str, PipelineSpec] = {}
-    broken: set[str] = set()  # names of entries with an error: entries reading them are not checked further
-    for i, table in enumerate(items):
-        path = f"pipelines[{i}]"
-        p = errors.part(_parse_pipeline, table, path, seen, broken)
-        if p is None:
-            if isinstance(table, dict) and isinstance(table.get("name"), str):
-                broken.add(table["name"])
-            continue
-        seen[p.name] = p
-    for p in seen.values():
-        errors.part(check_name_length, file_name(p.name), f"{p.path}.name", room=SYSTEM_NAME_ROOM,
-                    what="its gain plot gain_NAME.png")
-    errors.part(check_file_names, [p.name for p in seen.values()], [f"{p.path}.name" for p in seen.values()])
-    for p in seen.values():
-        errors.part(_check_references, p, seen, broken)
-    errors.raise_any()
-    return tuple(seen.values())
-
-
-def _parse_pipeline(table: Any, path: str, seen: dict[str, PipelineSpec], broken: set[str]) -> PipelineSpec | None:
-    if not isinstance(table, dict):
-        raise SpecError(path, f"must be a table, got {type(table).__name__}")
-    check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline", "compare"})
-    name = typed(table, "name", str, path)
-    if not _NAME_RE.match(name):
-        raise SpecError(f"{path}.name", f"{name!r}: use letters, digits, spaces and _ . + > @ ( ) = , - only")
-    if name in seen or name in broken:
-        raise SpecError(f"{path}.name", f"{name!r} is used by an earlier pipeline; names must be unique")
-    has_fs, has_input = "first_stage" in table, "input" in table
-    if has_fs == has_input:
-        raise SpecError(path, "give exactly one of 'first_stage' (a retrieval table) or 'input' (an earlier "
-                              "pipeline's name whose run this one reranks)")
-    first_stage = typed(table, "first_stage", dict, path, default=None)
-    if first_stage is not None and "run" in first_stage:  # a given run: its file is read and checked now
-        from superb.run_files import run_options  # here: it loads pandas, which reading a spec otherwise does not
-
-        run_options(first_stage, f"{path}.first_stage")
-    source = typed(table, "input", str, path, default=None)
-    if source is not None and source in broken:
-        broken.add(name)
-        return None
-    if source is not None and source not in seen:
-        raise SpecError(f"{path}.input", f"{source!r} names no earlier pipeline; known: {sorted(seen) or 'none'}")
-    rerank = table.get("rerank", [])
-    if isinstance(rerank, dict):
-        rerank = [rerank]
-    if not isinstance(rerank, list) or not all(isinstance(r, dict) for r in rerank):
-        raise SpecError(f"{path}.rerank", "must be a table or an array of tables, each with a 'type'")
-    for j, r in enumerate(rerank):
-        if not isinstance(r.get("type"), str):
-            raise SpecError(f"{path}.rerank[{j}].type", "missing: each reranker needs a type, e.g. \"pointwise\"")
-        check_stage(r, f"{path}.rerank[{j}]")  # every option, now: no data set or model is opened for it
-    if source is not None and not rerank:
-        raise SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks nothing")
-    baseline = _parse_baseline(table, path, source)
-    compare = typed(table, "compare", list, path, default=[])
-    if not all(isinstance(c, str) for c in compare) or len(set(compare)) != len(compare):
-        raise SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got {compare!r}")
-    p = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
-                     baseline=baseline, compare=tuple(compare))
-    _check_fuse_weights(p, seen)
-    return p
-
-
-def _check_references(p: PipelineSpec, seen: Mapping[str, PipelineSpec], broken: set[str]) -> None:
-    """A pipeline's baseline and compare list name other pipelines (a broken one is not reported again)."""
-    if p.baseline is not None and p.baseline not in seen and p.baseline not in broken:
-        raise SpecError(f"{p.path}.baseline", f"{p.baseline!r} names no pipeline; known: {sorted(seen)}")
-    if p.baseline == p.name:
-        raise SpecError(f"{p.path}.baseline", "a pipeline cannot be its own baseline")
-    for other in p.compare:
-        if other in broken:
-            continue
-        if other not in seen or other == p.name:
-            raise SpecError(f"{p.path}.compare", f"{other!r} is not another pipeline; known: {sorted(seen)}")
-        if other == p.baseline:
-            raise SpecError(f"{p.path}.compare", f"{other!r} is already this pipeline's baseline")
-
-
-def _check_fuse_weights(p: PipelineSpec, earlier: Mapping[str, PipelineSpec]) -> None:
-    """Each ``fuse`` stage's weight keys name a score column that comes before it: ``first_stage_score`` or the
-    ``<type>_score`` / ``<stage>_score`` of an earlier stage of this pipeline or of its input chain, or the
-    ``<stage>_blend_score`` of one with alpha < 1 (a key may drop the ``_score``, as the fuse reads it). Checked when
-    the spec is read, so that a typo costs no first stage or LLM call (the fuse itself would fail only after the stages
-    before it ran). Other weight errors are left to the fuse."""
-    chain: list[PipelineSpec] = []
-    q: PipelineSpec | None = p
-    while q is not None:
-        chain.append(q)
-        q = earlier.get(q.input) if q.input else None
-    columns = ["first_stage_score"]
-    for stage in (r for q in reversed(chain[1:]) for r in q.rerank):
-        columns += score_columns(stage)
-    for j, stage in enumerate(p.rerank):
-        weights = stage.get("weights")
-        if stage.get("type") == "fuse" and isinstance(weights, Mapping):
-            known = list(dict.fromkeys(c for c in columns if c))
-            for key in weights:
-                if str(key) not in known and f"{key}_score" not in known:
-                    raise SpecError(f"{p.path}.rerank[{j}].weights.{key}",
-                                    f"no earlier stage writes {key!r} or {str(key) + '_score'!r}; the columns "
-                                    f"available here are {known} (a stage's column is <type>_score, or "
-                                    "<stage>_score when it sets stage = \"NAME\", and <stage>_blend_score with "
-                                    "alpha < 1; a key may drop the _score)")
-        columns += score_columns(stage)
-
-
-def file_name(system: str) -> str:
-    """A file-system-safe, readable name for a system ("BM25 >> pointwise" -> "BM25__pointwise"): its run file is
-    runs/NAME.run and its gain plot gain_NAME.png in the results folder."""
-    name = re.sub(r"\s*>>\s*", "__", system.strip())
-    return re.sub(r"[^A-Za-z0-9_.+@=-]+", "_", name).strip("_") or "system"
-
-
-def check_name_length(name: str, path: str, *, room: int, what: str) -> None:
-    """Refuse a name whose file (``what``, ``room`` bytes longer than the name) would pass the file system's NAME_MAX:
-    found when the spec is read, not after the LLM calls, when the results are written."""
-    size = len(name.encode("utf-8"))
-    if size + room > NAME_MAX:
-        raise SpecError(path, f"{name[:40]!r}... is {size} bytes long: {what} would be {size + room} bytes, over the "
-                              f"file system's limit of {NAME_MAX} bytes per file name; use a name of at most "
-                              f"{NAME_MAX - room} bytes (shorter)")
-
-
-def check_file_names(names: list[str], paths: list[str] | None = None) -> None:
-    """Refuse system names that would write the same files ("BM25 >> S" and "BM25__S" both write runs/BM25__S.run),
-    also when only the case differs: on macOS and Windows file systems "bm25" and "BM25" are one file. ``paths``:
-    each name's key path for the message."""
-    first: dict[str, int] = {}
-    for i, name in enumerate(names):
-        key = file_name(name).lower()
-        if key in first:
-            j = first[key]
-            files = sorted({f"runs/{file_name(n)}.run" for n in (names[j], name)})
-            same = "the same file" if len(files) == 1 else "one file where case is ignored (macOS, Windows)"
-            other = f"{names[j]!r} ({paths[j]})" if paths else repr(names[j])
-            raise SpecError(paths[i] if paths else "systems", f"{name!r} and {other} would write {same}: "
-                                      f"{' and '.join(files)} (and the gain plot); a name maps to its file name with "
-                                      "' >> ' as '__' and characters other than letters, digits and _ . + @ = - as "
-                                      "'_'. Rename one of them")
-        first[key] = i
-
-
-def _parse_baseline(table: dict, path: str, source: str | None) -> str | None:
-    """A reranked pipeline is compared with its own input unless told otherwise; `baseline = false` disables it."""
-    if "baseline" not in table:
-        return source
-    value = table["baseline"]
-    if value is False:
-        return None
-    if not isinstance(value, str):
-        raise SpecError(f"{path}.baseline", f"must be a pipeline name or false, got {value!r}")
-    return value

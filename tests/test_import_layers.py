@@ -24,8 +24,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     1: ("superb.llm", "superb.data", "superb.eval"),
     2: ("superb.pipelines", "superb.transformers"),
     3: ("superb.judges", "superb.report", "superb.batch"),
-    4: ("superb.spec", "superb.experiment", "superb.results", "superb.merge", "superb.shards",
-        "superb.evaluate_runs", "superb.cli", "superb.judges.commands", "superb.judges.fill",
+    4: ("superb.spec", "superb.spec_names", "superb.spec_pipelines", "superb.experiment", "superb.results",
+        "superb.merge", "superb.shards", "superb.evaluate_runs", "superb.cli", "superb.judges.commands", "superb.judges.fill",
         "superb.judges.studies.label_run", "superb.judges.studies.calibration_run", "superb.batch.cli",
         "superb.batch.collect"),
 }

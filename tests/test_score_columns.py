@@ -173,9 +173,9 @@ def test_each_stage_writes_its_own_column_and_no_llm_score(type_name):
 # ---- the spec knows the blend column: a fuse weight may read it, only where a stage blends ----------------------
 
 def pipelines(alpha: float, key: str):
-    from superb.spec import _parse_pipelines
+    from superb.spec_pipelines import parse_pipelines
 
-    return _parse_pipelines([
+    return parse_pipelines([
         {"name": "BM25", "first_stage": {"engine": "terrier", "model": "bm25", "depth": 100}},
         {"name": "BM25 >> bi-encoder", "input": "BM25", "rerank": {"type": "biencoder", "top_k": 100, "alpha": alpha}},
         {"name": "fuse", "input": "BM25 >> bi-encoder",

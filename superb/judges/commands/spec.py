@@ -97,7 +97,8 @@ from typing import Any
 
 from superb.errors import SpecError
 from superb.options import check_keys, typed
-from superb.spec import Errors, parse_queries, read_toml
+from superb.errors import Errors
+from superb.spec import parse_queries, read_toml
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
