@@ -14,7 +14,8 @@ import json
 import pytest
 
 from fakeserver import FakeServer, yes
-from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
+from local_data import data  # noqa: F401 (a fixture)
+from spec_helpers import pointwise, write_spec
 from superb.cli import main
 from superb.errors import SpecError
 from superb.llm.prompts import fingerprint, load_template
@@ -75,33 +76,18 @@ def test_a_variable_the_stage_does_not_fill_is_refused_naming_it(local, tmp_path
     assert str(sorted(load_template(package).variables)) in message  # what the stage fills
 
 
-def write_spec(folder, url: str, template: str) -> str:
+def spec_file(folder, url: str, template: str) -> str:
+    """A given run of the local data set, and pointwise yes/no over its top 3 asking with ``template``."""
     (folder / "given.run").write_text("1 Q0 d1 1 3 x\n1 Q0 d3 2 2 x\n1 Q0 d4 3 1 x\n2 Q0 d6 1 2 x\n2 Q0 d5 2 1 x\n")
-    path = folder / "spec.toml"
-    path.write_text(f"""
-name = "own_prompt"
-{dataset_table(folder)}
-[evaluation]
-measures = ["nDCG@10"]
-[llm]
-model = "fake-model"
-base_urls = ["{url}"]
-cache_path = "{folder / 'cache.sqlite'}"
-max_retries = 0
-[[pipelines]]
-name = "given"
-first_stage = {{ run = "{folder / 'given.run'}", depth = 10 }}
-[[pipelines]]
-name = "given >> pointwise"
-input = "given"
-rerank = {{ type = "pointwise", variant = "yesno", top_k = 3, fields = ["title"], template = "{template}" }}
-""")
-    return str(path)
+    given = {"name": "given", "first_stage": {"run": str(folder / "given.run"), "depth": 10}}
+    llm = {"model": "fake-model", "base_urls": [url], "cache_path": str(folder / "cache.sqlite"), "max_retries": 0}
+    reranked = {**pointwise("given >> pointwise", 3, template=template), "input": "given"}
+    return str(write_spec(folder, name="own_prompt", llm=llm, pipelines=[given, reranked]))
 
 
 def run(folder, capsys, template: str) -> tuple[int, str, FakeServer]:
     with FakeServer(responder=yes) as srv:
-        code = main(["run", write_spec(folder, srv.base_url, template), "--out", str(folder / "out")])
+        code = main(["run", spec_file(folder, srv.base_url, template), "--out", str(folder / "out")])
     return code, capsys.readouterr().err, srv
 
 
@@ -114,7 +100,7 @@ def test_a_run_asks_the_files_prompt_and_an_edit_is_asked_again(data, capsys):  
     prompts = [m["content"] for body in srv.received for m in body["messages"]]
     assert all(p.startswith("Shopper asks: ") for p in prompts) and any("trail running shoes" in p for p in prompts)
     recorded = json.loads((data / "out" / "provenance.json").read_text())["prompt_files"]
-    assert recorded == {"pipelines[1].rerank.template": {
+    assert recorded == {"pipelines[1].rerank[0].template": {
         "file": str(mine), "sha256": hashlib.sha256(mine.read_bytes()).hexdigest(),
         "id": f"yesno@{fingerprint(mine.read_text(encoding='utf-8'))}"}}
     code, err, srv = run(data, capsys, str(mine))
