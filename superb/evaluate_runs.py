@@ -28,6 +28,7 @@ import pandas as pd
 
 from superb.digest import sha256_file
 from superb.errors import DataError, SpecError
+from superb.runs import LABELS_ONLY, read_qrels
 from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results
 from superb.spec import parse_spec, read_toml
 
@@ -72,7 +73,7 @@ def build_spec(runs: list[Path], *, qrels: Path, names: list[str], baseline: str
         evaluation["measures"] = list(measures)
     if views:
         evaluation["views"] = list(views)
-    raw: dict[str, Any] = {"name": name, "dataset": {"name": "qrels", "qrels": str(qrels)}, "evaluation": evaluation,
+    raw: dict[str, Any] = {"name": name, "dataset": {"name": LABELS_ONLY, "qrels": str(qrels)}, "evaluation": evaluation,
                            "pipelines": pipelines,
                            "description": f"superb evaluate: {len(runs)} run files against {qrels}"}
     if topics is not None:
@@ -107,7 +108,6 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
     """The ExperimentResult of evaluating ``runs`` against ``qrels`` (nothing is run); ``baseline = ""`` means the
     first run, None no tests."""
     from superb.run_files import read_run_file
-    from superb.runs import read_qrels
 
     t0 = time.perf_counter()
     if not runs:
@@ -133,7 +133,7 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
 
     files = [{"name": Path(qrels).name, "path": str(qrels), "sha256": sha256_file(Path(qrels)), "role": "qrels"}]
     files += [{"name": Path(r).name, "path": str(r), "sha256": sha256_file(Path(r)), "role": "run"} for r in runs]
-    provenance = {"dataset": "qrels", "source": "superb evaluate: given qrels and run files", "files": files,
+    provenance = {"dataset": LABELS_ONLY, "source": "superb evaluate: given qrels and run files", "files": files,
                   "options": {}, "rel_threshold": rel, "labels": {}}
     return ExperimentResult(spec=spec, topics=chosen, qrels=qrels_used, pipelines=results,
                             dataset_provenance=provenance, llm_info=None,

@@ -29,6 +29,8 @@ import pandas as pd
 
 from superb.errors import DataError
 
+#: the [dataset] name `superb evaluate` writes into its spec: labels from a qrels file, no documents (so no titles)
+LABELS_ONLY = "qrels"
 TIE_RULE = ("ranks: score descending, then docno descending (trec_eval's rule), decided once at the first stage; "
             "files: scores as 32-bit floats (trec_eval's precision), lowered one 32-bit step below their predecessor "
             "where not already below it, so they strictly decrease in rank order")
@@ -107,7 +109,32 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, sep=r"\s+", header=None, names=["qid", "it", "docno", "label"],
                             dtype={"qid": str, "docno": str}, keep_default_na=False)
-        frame["label"] = pd.to_numeric(frame["label"], errors="raise").astype(int)
+        labels = pd.to_numeric(frame["label"], errors="raise")
+        if not (labels % 1 == 0).all():
+            raise ValueError("a label is not a whole number")
+        frame["label"] = labels.astype(int)
     except (ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"{path} is not a TREC qrels file ('qid 0 docno label' per line): {exc}") from None
+        raise qrels_line_error(Path(path), exc) from None
     return frame[["qid", "docno", "label"]]
+
+
+def qrels_line_error(path: Path, cause: Exception) -> DataError:
+    """The DataError for a qrels file that does not read: its first line that is not ``qid 0 docno label`` (an
+    integer label), with its number, and whether the file ends there mid-line (a copy cut short)."""
+    how = "TREC qrels have 'qid 0 docno label' per line, the label an integer"
+    with open(path, "rb") as handle:
+        data = handle.read()
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    for number, line in enumerate(lines, 1):
+        parts = line.split()
+        if not parts:
+            continue
+        cut = " (the file ends here without a newline: a copy cut short?)" if number == len(lines) else ""
+        if len(parts) != 4:
+            return DataError(f"{path}:{number}: expected 4 columns, found {len(parts)}: {line.strip()[:80]!r}{cut}. "
+                             f"{how}")
+        try:
+            int(parts[3])
+        except ValueError:
+            return DataError(f"{path}:{number}: label {parts[3]!r} is not an integer{cut}. {how}")
+    return DataError(f"{path} is not a TREC qrels file ({cause}). {how}")

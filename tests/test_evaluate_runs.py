@@ -121,6 +121,11 @@ BAD = {
     "repeated document": (lambda f: ["--qrels", str(f / "qrels.dl19-passage.txt"), str(_write(
         f / "rep.run", "19335 Q0 123 1 2.0 t\n19335 Q0 123 2 1.0 t\n"))], "appears more than once for query '19335'"),
     "missing qrels": (lambda f: ["--qrels", str(f / "none.txt"), str(f / "dph.run")], "qrels file not found"),
+    "qrels cut short": (lambda f: ["--qrels", str(_write(f / "cut.txt", (f / "qrels.dl19-passage.txt").read_text()[:30000])),
+                                   str(f / "dph.run")], "cut.txt:1544: expected 4 columns, found 1: '15' (the file ends "
+                                                        "here without a newline: a copy cut short?)"),
+    "qrels label not an integer": (lambda f: ["--qrels", str(_write(f / "half.txt", "19335 0 123 1\n19335 0 124 1.5\n")),
+                                              str(f / "dph.run")], "half.txt:2: label '1.5' is not an integer"),
     "unknown baseline": (lambda f: ["--qrels", str(f / "qrels.dl19-passage.txt"), str(f / "dph.run"),
                                     "--baseline", "BM99"], "--baseline: 'BM99' is not one of the systems"),
     "names count": (lambda f: ["--qrels", str(f / "qrels.dl19-passage.txt"), str(f / "dph.run"), "--names", "A,B"],
@@ -141,6 +146,14 @@ def test_bad_inputs_exit_2_naming_the_file(files, capsys, case):
     assert code == 2, err
     assert message in err and "Traceback" not in err
     assert not (files / "out").exists()
+
+
+def test_the_report_shows_docnos_without_a_warning(files, caplog):
+    code = main(["evaluate", "--qrels", str(files / "qrels.dl19-passage.txt"), str(files / "dph.run"),
+                 "--out", str(files / "out")])
+    assert code == 0
+    assert "titles unavailable" not in caplog.text  # no data set to load: superb evaluate has qrels and runs only
+    assert (files / "out" / "report.html").is_file()
 
 
 def test_queries_without_labels_are_ignored_and_counted(files, caplog):

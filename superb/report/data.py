@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SuperbError
+from superb.runs import LABELS_ONLY, read_qrels
 from superb.stage_scores import KEYS, read_stage_scores
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ def load_titles(dataset: dict | None, docnos: set[str]) -> Titles:
     loaded gives no titles, and the reason is kept in ``source``."""
     if not dataset:
         return Titles(source="no data set in provenance.json: docnos shown", missing=len(docnos))
+    if dataset.get("name") == LABELS_ONLY:  # superb evaluate: qrels and run files, no documents
+        return Titles(source="superb evaluate: qrels and run files, no documents: docnos shown", missing=len(docnos))
     from superb.data import load_dataset
 
     name = dataset.get("name", "?")
@@ -185,7 +188,6 @@ def _stage_scores(folder: Path, systems: list[str], qindex: dict[str, int], dind
 
 def collect(folder: str | Path) -> dict[str, Any]:
     """The page's payload for the results folder ``folder`` (see the module docstring)."""
-    from superb.runs import read_qrels
 
     folder = Path(folder)
     systems_map = json.loads(_need(folder, "systems.json").read_text(encoding="utf-8"))
