@@ -28,6 +28,7 @@ import pandas as pd
 
 from superb.digest import sha256_file
 from superb.errors import DataError, SpecError
+from superb.run_files import read_run_file
 from superb.runs import LABELS_ONLY, read_qrels
 from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results
 from superb.spec import parse_spec, read_toml
@@ -56,7 +57,6 @@ def build_spec(runs: list[Path], *, qrels: Path, names: list[str], baseline: str
 
     if baseline is not None and baseline not in names:
         raise SpecError("--baseline", f"{baseline!r} is not one of the systems {names}")
-    from superb.run_files import read_run_file
 
     pipelines = []
     for system, run in zip(names, runs):
@@ -107,7 +107,6 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
                   hypotheses: Path | None = None, name: str = "evaluate", topics: Path | None = None):
     """The ExperimentResult of evaluating ``runs`` against ``qrels`` (nothing is run); ``baseline = ""`` means the
     first run, None no tests."""
-    from superb.run_files import read_run_file
 
     t0 = time.perf_counter()
     if not runs:

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SuperbError
-from superb.runs import LABELS_ONLY, read_qrels
+from superb.runs import LABELS_ONLY, read_qrels, read_run
 from superb.stage_scores import KEYS, read_stage_scores
 
 log = logging.getLogger(__name__)
@@ -130,8 +130,6 @@ def _hypotheses(spec: dict) -> list[list[str]]:
 def _read_runs(folder: Path, systems_map: dict[str, str], spec: dict, qindex: dict[str, int]):
     """Each system's top DEPTH per query (first stages: FIRST_STAGE_DEPTH, with their scores) as indices into one list
     of docnos: (docnos, {system: [[doc index, ...] per query]}, {first stage: [[score, ...] per query]})."""
-    from superb.runs import read_run
-
     docs: list[str] = []
     dindex: dict[str, int] = {}
     runs: dict[str, list[list[int]]] = {}
