@@ -46,6 +46,18 @@ BAD_VALUES = {
 }
 
 
+@pytest.mark.parametrize("table", [{"type": "setwise", "top_k": 20, "select": 30},
+                                   {"type": "setwise", "strategy": "bubble", "top_k": 5, "select": 6},
+                                   {"type": "pairwise_prob", "strategy": "heap", "top_k": 10, "select": 11}])
+def test_select_beyond_top_k_is_refused(nothing_opens, table):
+    with pytest.raises(SpecError) as caught:
+        parse_spec(spec(table))
+    assert caught.value.path == "pipelines[1].rerank[0].select"
+    assert f"is more than top_k = {table['top_k']}" in str(caught.value)
+    parse_spec(spec({**table, "select": table["top_k"]}))  # select = top_k orders them all
+    parse_spec(spec({key: value for key, value in table.items() if key != "select"} | {"top_k": 3}))  # the default
+
+
 @pytest.mark.parametrize("type_name", sorted(BAD_VALUES))
 def test_a_wrong_value_is_refused_with_its_key(nothing_opens, type_name):
     options, key = BAD_VALUES[type_name]

@@ -37,7 +37,7 @@ from superb.llm.types import ChatRequest, Completion
 from superb.options import Flag, OneOf, PositiveInt, TopK
 from superb.transformers.base import Candidates, Reranker, Text, scores_from_order, text_dataset
 from superb.transformers.templates import stage_template
-from superb.transformers.selection import BubbleTopK, PairHeapTopK, PairMergeSort, SoftAllPairs
+from superb.transformers.selection import BubbleTopK, PairHeapTopK, PairMergeSort, SoftAllPairs, check_select
 
 STRATEGIES = ("allpairs", "sliding", "sort", "heap")
 
@@ -98,6 +98,7 @@ class PairwiseProbReranker(Reranker):
             raise SpecError(f"{path}.passes", f"only applies to strategy \"sliding\"; strategy is {opts['strategy']!r}")
         if "select" in given and opts["strategy"] != "heap":
             raise SpecError(f"{path}.select", f"only applies to strategy \"heap\"; strategy is {opts['strategy']!r}")
+        check_select(opts, given, path)
 
     async def score(self, cands: Candidates) -> Sequence[float]:
         pref, texts, n = self.preference, cands.texts, len(cands)

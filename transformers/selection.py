@@ -35,11 +35,23 @@ import asyncio
 import math
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Awaitable, Callable, Sequence
+from typing import Awaitable, Callable, Mapping, Sequence
 
+from superb.errors import SpecError
 from superb.transformers.aggregation import MergeSort
 
 Chooser = Callable[[tuple[int, ...]], Awaitable["Sequence[float] | None"]]
+
+
+def check_select(opts: dict, given: Mapping, path: str) -> None:
+    """A spec's ``select`` (setwise bubble: its passes) may not pass ``top_k``, the candidates it works on: a row
+    named for its depth would settle fewer than it says. Only a value the spec gives is checked (the default is
+    clipped to the candidates, as the strategies do)."""
+    top_k = opts.get("top_k")
+    if "select" in given and top_k is not None and opts["select"] > top_k:
+        raise SpecError(f"{path}.select", f"{opts['select']} is more than top_k = {top_k}, the candidates of each "
+                                          f"query it works on; give select <= {top_k} (select = {top_k} orders them "
+                                          f"all) or a larger top_k")
 
 
 @dataclass

@@ -30,7 +30,7 @@ is shown first, so a model that favours A stops every sift at once).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from superb.llm.parsing import LETTERS
 from superb.llm.preference import Choice, count_choice, read_choice
@@ -41,7 +41,7 @@ from superb.options import Flag, OneOf, PositiveInt, TopK
 from superb.transformers.base import Candidates, Reranker, Text, scores_from_order, text_dataset
 from superb.transformers.templates import stage_template
 from superb.transformers.position_prior import PositionPrior
-from superb.transformers.selection import BubbleTopK, HeapTopK
+from superb.transformers.selection import BubbleTopK, HeapTopK, check_select
 
 DEFAULT_TEMPLATE = "setwise_best"
 STRATEGIES = ("heap", "bubble")
@@ -84,6 +84,10 @@ class SetwiseReranker(Reranker):
         self.template = load_template(stage_template(template, DEFAULT_TEMPLATE, text_dataset(text), self.type_name))
         self.debias = bool(debias)
         self.prior = PositionPrior(lambda query, texts, tag: self.request(query, texts)) if calibrate else None
+
+    @classmethod
+    def check_options(cls, opts: dict[str, Any], path: str, given: Mapping[str, Any]) -> None:
+        check_select(opts, given, path)
 
     def __repr__(self) -> str:
         return (f"SetwiseReranker(top_k={self.top_k}, strategy={self.strategy!r}, debias={self.debias}, "
