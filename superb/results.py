@@ -44,7 +44,8 @@ from superb.eval.measures import judged_measure, parse_measures
 from superb.eval.plots import cost_plot, gain_plot
 from superb.eval.stats import PairedTest
 from superb.eval.table_files import read_tables, write_tables
-from superb.eval.table_markdown import format_markdown, views_sentence
+from superb.eval.table_markdown import format_markdown
+from superb.eval.view_verdicts import views_sentence
 from superb.experiment import ExperimentResult
 from superb.llm.prompts import file_records
 from superb.llm.ship import ship_responses

@@ -97,7 +97,7 @@ def test_a_declared_pair_takes_its_direction_and_no_row_is_tested_twice():
 
 
 def test_views_sentence_keeps_two_hypotheses_of_one_system_apart():
-    from superb.eval.table_markdown import verdict_changes, views_sentence
+    from superb.eval.view_verdicts import verdict_changes, views_sentence
 
     hyp = (Hypothesis("BM25 >> A", "BM25", ("RR",), None, "main"), Hypothesis("BM25 >> A", "BM25 >> C", ("RR",), None,
                                                                                "main"))

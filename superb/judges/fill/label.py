@@ -31,7 +31,7 @@ it was):
   llm_labels.tsv          qid, docno, judged, human, score, label, status of every target pair
   table.md / table.csv / table_filled.csv / perquery.csv   re-evaluated with the spec's views plus "filled" (its
                           rows in table_filled.csv: table.csv keeps what qrels.trec alone gives); table.md says
-                          whether a conclusion changes between the views (superb.eval.table_markdown.views_sentence)
+                          whether a conclusion changes between the views (superb.eval.view_verdicts.views_sentence)
   views.md                that sentence and every changed verdict; README.md gets it between
                           <!-- views: superb judge --fill --> and <!-- end views --> (the section is replaced)
   label_study.md / .csv   Kendall's tau (query-bootstrap intervals) and the agreement on significantly different

@@ -115,7 +115,7 @@ def write_fill(folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: di
 def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: dict, run: dict, *, log: Any,
                 options: FillOptions) -> dict:
     from superb.eval.evaluate import View
-    from superb.eval.table_markdown import verdict_changes, views_sentence
+    from superb.eval.view_verdicts import verdict_changes, views_sentence
     from superb.results import evaluate, write_table
 
     scored = targets[targets["label"].notna()].astype({"label": int})
