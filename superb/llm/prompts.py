@@ -85,25 +85,25 @@ def is_file_ref(value: Any) -> bool:
     return isinstance(value, str) and value.endswith(".j2")
 
 
-def _read_file(ref: str) -> Template:
-    """The user's template file ``ref``; SpecError (key ``template``) naming the file when it is missing, not UTF-8 or
-    not valid jinja2 (with its line)."""
+def _read_file(ref: str, key: str = "template") -> Template:
+    """The user's template file ``ref``; SpecError at ``key`` (the spec option naming it) when the file is missing, not
+    UTF-8 or not valid jinja2 (with its line)."""
     import jinja2
 
     path = Path(ref).expanduser()
     if not path.is_file():
-        raise SpecError("template", f"prompt template file {ref!r} not found (relative paths are read from the "
+        raise SpecError(key, f"prompt template file {ref!r} not found (relative paths are read from the "
                                     f"current folder, {Path.cwd()}); give an existing .j2 file, or a package "
                                     f"template's name: {', '.join(available())}")
     try:
         source = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise SpecError("template", f"prompt template file {path} is not UTF-8 text ({e.reason} at byte {e.start}); "
+        raise SpecError(key, f"prompt template file {path} is not UTF-8 text ({e.reason} at byte {e.start}); "
                                     f"save it as UTF-8") from None
     try:
         _environment().parse(source)
     except jinja2.TemplateSyntaxError as e:
-        raise SpecError("template", f"{path}:{e.lineno}: not a valid jinja2 template: {e.message}") from None
+        raise SpecError(key, f"{path}:{e.lineno}: not a valid jinja2 template: {e.message}") from None
     return Template(name=path.stem, source=source, path=path)
 
 
@@ -130,10 +130,11 @@ def file_records(table: Any, path: str = "") -> dict[str, dict[str, str]]:
     items = table.items() if isinstance(table, dict) else enumerate(table) if isinstance(table, list) else ()
     for key, value in items:
         where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
-        if key == "template" and is_file_ref(value) and Path(value).expanduser().is_file():
-            template = load_template(value)
-            found[where] = {"file": value, "sha256": hashlib.sha256(Path(value).expanduser().read_bytes()).hexdigest(),
-                            "id": template.id}
+        if key == "template" and is_file_ref(value):
+            file = Path(value).expanduser()
+            found[where] = {"file": value, "sha256": hashlib.sha256(file.read_bytes()).hexdigest(),
+                            "id": load_template(value).id} if file.is_file() else {
+                "file": value, "missing": "the file was gone when the results were written"}
         else:
             found.update(file_records(value, where))
     return found
@@ -143,10 +144,7 @@ def template_name(value: Any, path: str) -> str:
     """A spec option's parser (superb.options): the name of a prompt template under superb/llm/prompts/, or the path
     of a .j2 file of the user's (read and parsed here, so a missing or broken file is refused with the spec)."""
     if is_file_ref(value):
-        try:
-            _read_file(value)
-        except SpecError as e:
-            raise SpecError(path, str(e).removeprefix("template: ")) from None
+        _read_file(value, path)
         return value
     names = available()
     if not isinstance(value, str) or value not in names:
