@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from superb.provenance import record_bench
 from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache, Usage  # noqa: E402
-from superb.llm import client as client_module  # noqa: E402
+from superb.llm import client_base  # noqa: E402
 
-client_module.PROGRESS_MIN = 10**9  # no progress bars in benchmark output
+client_base.PROGRESS_MIN = 10**9  # no progress bars in benchmark output
 
 PROMPT = "Query: stainless steel water bottle\nProduct: {i}: insulated bottle, 1 litre, blue\nRelevant? Answer yes or no."
 

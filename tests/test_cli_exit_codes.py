@@ -65,7 +65,7 @@ def test_a_400_on_the_first_call_stops_the_run_with_the_servers_message(data, ca
 
 
 def test_every_call_failing_stops_the_run_even_under_record(data, capsys):
-    from superb.llm.client import BREAKER_FAILURES
+    from superb.llm.failures import BREAKER_FAILURES
 
     with FakeServer(responder=yes, faults=[Fault.error(503, "model is loading")] * 10) as srv:
         code, err = run(data, srv, capsys, on_failure="record")

@@ -8,7 +8,7 @@ import pytest
 from fakeserver import FakeServer, Fault
 from superb.errors import LLMError
 from superb.llm import ChatRequest, LLMClient, LLMConfig, Usage
-from superb.llm.client import BREAKER_FAILURES
+from superb.llm.failures import BREAKER_FAILURES
 
 
 def make(srv, **kw) -> LLMClient:

@@ -35,7 +35,8 @@ from typing import Any, Protocol
 from superb.errors import LLMError
 from superb.llm.cache import CacheMiss, ResponseCache
 from superb.llm.cache_rows import canonical, key_of_canonical
-from superb.llm.client import _ClientBase, chat_body
+from superb.llm.client_base import ClientBase
+from superb.llm.wire import chat_body
 from superb.llm.config import LLMConfig
 from superb.llm.dryrun import PER_MESSAGE_TOKENS, estimate_tokens
 from superb.llm.model import model_id
@@ -285,7 +286,7 @@ class ExportRound:
             self.store._conn.execute("DELETE FROM batch_exports WHERE export_id = ?", (self.export_id,))
 
 
-class CollectingClient(_ClientBase):
+class CollectingClient(ClientBase):
     """The LLMClient interface without a model: cache hits are answered, misses are recorded and raise
     ``PendingRequest``. ``drain()`` waits for the sibling coroutines a pending query left running (they record their
     own misses) before the round is written."""

@@ -29,7 +29,7 @@ from superb.errors import SuperbError
 from superb.llm.cache import ResponseCache
 from superb.llm.cache_rows import CachedRow, StoreCounts, dump_logprobs
 from superb.llm.batch import PendingStore
-from superb.llm.client import completion_from_json
+from superb.llm.wire import completion_from_json
 
 EXAMPLES = 5  # unknown ids / malformed lines named in a report
 

@@ -24,7 +24,7 @@ import urllib.request
 
 from superb.llm.cache import CacheMiss, ResponseCache
 from superb.llm.cache_rows import cache_key
-from superb.llm.client import _ClientBase
+from superb.llm.client_base import ClientBase
 from superb.llm.config import LLMConfig
 from superb.llm.model import model_id
 from superb.llm.types import ChatRequest, Completion
@@ -38,7 +38,7 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-class DryRunClient(_ClientBase):
+class DryRunClient(ClientBase):
     def __init__(self, config: LLMConfig | None = None, *, cache: ResponseCache | None = None,
                  usage: Usage | None = None, tokenize_url: str | None = None):
         super().__init__()
