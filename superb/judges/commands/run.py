@@ -287,9 +287,9 @@ def _pairwise(spec: JudgeSpec, dataset: Any, llm: Any, topics: pd.DataFrame, out
     else:
         source = (f"{len(pairs)} pairs of products of one query whose {human} differ ({pairs.attrs['pairs_short']} "
                   f"fewer than asked), queries of the {opts['split']} selection, seed {opts['seed']}. precision = "
-                  f"agreeing ")
-    note = (source + 
-            f"decisions / decisions; recall = decisions / pairs asked. Calls per pair: "
+                  "agreeing ")
+    note = (source
+            + "decisions / decisions; recall = decisions / pairs asked. Calls per pair: "
             + ", ".join(f"{f} {CALLS_PER_PAIR[f]}" for f in forms)
             + f" (per field set; {calls} in all per pair).\n")
     body = ""

@@ -95,24 +95,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from superb.errors import SpecError
-from superb.options import check_keys, typed
-from superb.errors import Errors
+from superb.errors import Errors, SpecError
+from superb.judges.commands.spec_studies import (BenchmarkSpec, CalibrationSpec, LabelStudySpec, int_option,
+                                                 parse_agreement, parse_benchmark, parse_calibration,
+                                                 parse_label_study, parse_pairwise, table_keys)
+from superb.options import typed
 from superb.spec import parse_queries, read_toml
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP = {"name", "description", "output", "seed", "dataset", "queries", "pool", "llm", "judge", "agreement",
         "pairwise_study", "label_study", "benchmark", "calibration"}
-CHOICES = ("forced", "allow neither")
-GRADES = ("final", "qrels")
-CALIBRATION_WEIGHTS = ("linear", "quadratic", "none")
 NORMALISERS = ("rank", "minmax")
 ENSEMBLE_KEYS = {"name", "type", "members", "normaliser"}
-LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha", "n_resamples"}
-LABEL_STUDY_MEASURES = ("nDCG@10", "P@10")
-BENCHMARK_KEYS = {"depth", "engine", "model", "pool_query", "judge", "docs", "rel_threshold"}
-BENCHMARK_DOCS = ("reference", "copy")
 
 
 @dataclass(frozen=True)
@@ -121,37 +116,6 @@ class PoolSpec:
     per_query: int | None = None
     seed: int = 0
     first_stage: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class LabelStudySpec:
-    runs: str | None = None  # a `superb run` results folder
-    select: tuple[str, ...] | None = None  # systems of that folder (None: all)
-    systems: tuple[dict[str, Any], ...] = ()  # {name, first_stage, baseline} run on the selected queries
-    measures: tuple[str, ...] = LABEL_STUDY_MEASURES
-    condensed: bool = True
-    test: str = "t"
-    correction: str = "holm"
-    alpha: float = 0.05
-    n_resamples: int = 10_000  # of the randomization test, as [evaluation] n_resamples
-
-
-@dataclass(frozen=True)
-class CalibrationSpec:
-    weights: str = "linear"
-    bootstrap: int = 1000
-    folds: int = 5
-
-
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    depth: int = 5
-    engine: str = "pisa"
-    model: str = "bm25"
-    pool_query: str = "source"
-    judge: dict[str, Any] = field(default_factory=lambda: {"type": "deliberated"})
-    docs: str = "reference"
-    rel_threshold: int = 2
 
 
 @dataclass(frozen=True)
@@ -189,14 +153,6 @@ def is_scoring(options: dict[str, Any]) -> bool:
     return "preset" in options or "reading" in options or options.get("type") == "ensemble"
 
 
-def _keys(table: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
-    return check_keys(table, path, required=required, optional=allowed)
-
-
-def _int(table: dict, key: str, path: str, default: Any, minimum: int | None = None) -> Any:
-    return typed(table, key, int, path, default=default, minimum=minimum)
-
-
 def load_judge_spec(path: str | Path) -> JudgeSpec:
     raw = read_toml(path, what="judge spec", hint="see experiments/judges_chorus.toml")
     return parse_judge_spec(raw, source=Path(path))
@@ -206,7 +162,7 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
     """A judge spec read and checked before any data set or model is opened; the errors of its independent parts
     (name, [pool], [judge] and each of its variants, [calibration], [pairwise_study], ...) are reported together
     (superb.errors.SpecErrors)."""
-    _keys(raw, "", _TOP, required={"name", "dataset"})
+    table_keys(raw, "", _TOP, required={"name", "dataset"})
     errors = Errors()
     name = errors.part(_parse_name, raw.get("name"))
     for key in ("description", "output"):
@@ -221,13 +177,13 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
     parts = {
         "queries": errors.part(parse_queries, raw.get("queries", {})),
         "pool": errors.part(_parse_pool, raw.get("pool", {})),
-        "calibration": errors.part(_parse_calibration, raw.get("calibration", {})),
-        "pairwise": errors.part(_parse_pairwise, raw["pairwise_study"]) if "pairwise_study" in raw else None,
-        "seed": errors.part(_int, raw, "seed", "", 0),
-        "label_study": errors.part(_parse_label_study, raw["label_study"]) if "label_study" in raw else None,
-        "benchmark": errors.part(_parse_benchmark, raw["benchmark"]) if "benchmark" in raw else None,
+        "calibration": errors.part(parse_calibration, raw.get("calibration", {})),
+        "pairwise": errors.part(parse_pairwise, raw["pairwise_study"]) if "pairwise_study" in raw else None,
+        "seed": errors.part(int_option, raw, "seed", "", 0),
+        "label_study": errors.part(parse_label_study, raw["label_study"]) if "label_study" in raw else None,
+        "benchmark": errors.part(parse_benchmark, raw["benchmark"]) if "benchmark" in raw else None,
     }
-    agreement = errors.part(_parse_agreement, raw.get("agreement", {}))
+    agreement = errors.part(parse_agreement, raw.get("agreement", {}))
     errors.raise_any()
     return JudgeSpec(name=name, dataset=dict(raw["dataset"]), llm=raw.get("llm"), variants=variants,
                      description=raw.get("description", ""), output=raw.get("output"), source=source, **parts,
@@ -253,7 +209,7 @@ def _check_beside(raw: dict[str, Any]) -> None:
 
 def _parse_pool(table: Any) -> PoolSpec:
     path = "pool"
-    _keys(table, path, {"source", "per_query", "seed", "first_stage"})
+    table_keys(table, path, {"source", "per_query", "seed", "first_stage"})
     source = table.get("source", "qrels")
     if source not in POOL_SOURCES:
         raise SpecError(f"{path}.source", f"{source!r} is not one of {list(POOL_SOURCES)}")
@@ -262,8 +218,8 @@ def _parse_pool(table: Any) -> PoolSpec:
         raise SpecError(f"{path}.first_stage", "give a first_stage table exactly when source = \"first_stage\"")
     if stage is not None and not isinstance(stage, dict):
         raise SpecError(f"{path}.first_stage", f"expected a table, found {stage!r}")
-    return PoolSpec(source=source, per_query=_int(table, "per_query", path, None, 1),
-                    seed=_int(table, "seed", path, 0), first_stage=stage)
+    return PoolSpec(source=source, per_query=int_option(table, "per_query", path, None, 1),
+                    seed=int_option(table, "seed", path, 0), first_stage=stage)
 
 
 def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -330,7 +286,7 @@ def _checked(options: dict, own: dict, shared: dict, vpath: str) -> dict:
 def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str, dict[str, Any]]:
     """An ensemble variant: the mean of earlier SCORING variants' normalised scores
     (superb.judges.studies.calibration)."""
-    _keys(v, vpath, ENSEMBLE_KEYS, required={"type", "members"})
+    table_keys(v, vpath, ENSEMBLE_KEYS, required={"type", "members"})
     vname = v.get("name", "ensemble")
     if not isinstance(vname, str) or not _NAME_RE.match(vname):
         raise SpecError(f"{vpath}.name", f"{vname!r} must be a plain name; it names a results subfolder")
@@ -350,144 +306,3 @@ def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str,
     return vname, {"type": "ensemble", "members": list(members), "normaliser": normaliser}
 
 
-def _parse_calibration(table: Any) -> CalibrationSpec:
-    path = "calibration"
-    _keys(table, path, {"weights", "bootstrap", "folds"})
-    weights = table.get("weights", "linear")
-    if weights not in CALIBRATION_WEIGHTS:
-        raise SpecError(f"{path}.weights", f"{weights!r} is not one of {list(CALIBRATION_WEIGHTS)}")
-    return CalibrationSpec(weights=weights, bootstrap=_int(table, "bootstrap", path, 1000, 1),
-                           folds=_int(table, "folds", path, 5, 2))
-
-
-def _parse_pairwise(table: Any) -> dict[str, Any]:
-    from superb.data.splits import SPLITS
-
-    path = "pairwise_study"
-    _keys(table, path, {"n_pairs", "seed", "choices", "fields", "split", "grades", "probability", "pairs", "order"})
-    if "pairs" in table and "n_pairs" in table:
-        raise SpecError(f"{path}.n_pairs", "give either pairs (a file of pairs, asked as listed) or n_pairs (a seeded "
-                                           "sample), not both")
-    pairs_file = typed(table, "pairs", str, path, default=None)
-    order = typed(table, "order", str, path, default="given" if pairs_file else "seeded")
-    if order not in ("given", "seeded") or (order == "given" and not pairs_file):
-        raise SpecError(f"{path}.order", f"{order!r}: expected \"given\" (a pairs file's docno_a shown first) or "
-                                         "\"seeded\" (a seeded coin decides which product is shown first; sampled "
-                                         "pairs always use it)")
-    for key, allowed in (("split", SPLITS), ("grades", GRADES)):
-        if key in table and table[key] not in allowed:
-            raise SpecError(f"{path}.{key}", f"{table[key]!r} is not one of {list(allowed)}")
-    probability = typed(table, "probability", bool, path, default=False)
-    choices = table.get("choices", list(CHOICES))
-    if not isinstance(choices, list) or (not choices and not probability) or any(c not in CHOICES for c in choices):
-        raise SpecError(f"{path}.choices", f"expected a non-empty subset of {list(CHOICES)} (or [] with probability "
-                                           f"= true), found {choices!r}")
-    fields = table.get("fields")
-    if fields is not None:
-        if not isinstance(fields, dict) or not fields:
-            raise SpecError(f"{path}.fields", f"expected a table of name = [field, ...], found {fields!r}")
-        for k, v in fields.items():
-            if not isinstance(v, list) or not v or not all(isinstance(f, str) for f in v):
-                raise SpecError(f"{path}.fields.{k}", f"expected a non-empty list of field names, found {v!r}")
-    return {"n_pairs": _int(table, "n_pairs", path, 1000, 1), "seed": _int(table, "seed", path, 0),
-            "choices": tuple(choices), "fields": fields, "split": table.get("split", "all"),
-            "grades": table.get("grades"), "probability": probability, "pairs": pairs_file, "order": order}
-
-
-def _parse_agreement(table: Any) -> dict[str, Any]:
-    path = "agreement"
-    _keys(table, path, {"rel", "label_map"})
-    mapping = table.get("label_map", {})
-    if not isinstance(mapping, dict):
-        raise SpecError(f"{path}.label_map", f"expected a table of judge label = human label, found {mapping!r}")
-    label_map = {}
-    for k, v in mapping.items():
-        if not str(k).lstrip("-").isdigit() or not isinstance(v, int) or isinstance(v, bool):
-            raise SpecError(f"{path}.label_map.{k}", f"expected an integer judge label = integer human label, "
-                                                     f"found {k!r} = {v!r}")
-        label_map[int(k)] = v
-    return {"rel": _int(table, "rel", path, None), "label_map": label_map}
-
-
-def _str_list(table: dict, key: str, path: str) -> tuple[str, ...] | None:
-    if key not in table:
-        return None
-    value = table[key]
-    if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
-        raise SpecError(f"{path}.{key}", f"expected a non-empty list of strings, found {value!r}")
-    if len(set(value)) != len(value):
-        raise SpecError(f"{path}.{key}", f"lists a name twice: {value!r}")
-    return tuple(value)
-
-
-def _parse_label_study(table: Any) -> LabelStudySpec:
-    from superb.eval.stats import CORRECTIONS, TESTS
-
-    path = "label_study"
-    _keys(table, path, LABEL_STUDY_KEYS)
-    if ("runs" in table) == ("systems" in table):
-        raise SpecError(f"{path}.runs", "give exactly one of runs (a `superb run` results folder) or systems "
-                                        "(first stages to run on the selected queries)")
-    if "runs" in table and not isinstance(table["runs"], str):
-        raise SpecError(f"{path}.runs", f"expected the path of a results folder, found {table['runs']!r}")
-    if "select" in table and "runs" not in table:
-        raise SpecError(f"{path}.select", "select picks systems of a results folder: use it with runs")
-    systems = []
-    for i, s in enumerate(table.get("systems", [])):
-        spath = f"{path}.systems[{i}]"
-        _keys(s, spath, {"name", "first_stage", "baseline"}, required={"name", "first_stage"})
-        if not isinstance(s["name"], str) or not s["name"]:
-            raise SpecError(f"{spath}.name", f"expected a system name, found {s['name']!r}")
-        if not isinstance(s["first_stage"], dict):
-            raise SpecError(f"{spath}.first_stage", f"expected a table {{ engine, model, depth }}, found "
-                                                    f"{s['first_stage']!r}")
-        systems.append({"name": s["name"], "first_stage": dict(s["first_stage"]), "baseline": s.get("baseline")})
-    if "systems" in table:
-        if not isinstance(table["systems"], list) or len(systems) < 2:
-            raise SpecError(f"{path}.systems", "expected an array of at least two tables (systems to order)")
-        names = [s["name"] for s in systems]
-        for i, s in enumerate(systems):
-            if names.count(s["name"]) > 1:
-                raise SpecError(f"{path}.systems[{i}].name", f"{s['name']!r} is used twice")
-            if s["baseline"] is not None and s["baseline"] not in names:
-                raise SpecError(f"{path}.systems[{i}].baseline", f"{s['baseline']!r} is not one of {names}")
-    for key, allowed in (("test", TESTS), ("correction", CORRECTIONS)):
-        if key in table and table[key] not in allowed:
-            raise SpecError(f"{path}.{key}", f"{table[key]!r} is not one of {list(allowed)}")
-    if "condensed" in table and not isinstance(table["condensed"], bool):
-        raise SpecError(f"{path}.condensed", f"expected true or false, found {table['condensed']!r}")
-    alpha = table.get("alpha", 0.05)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise SpecError(f"{path}.alpha", f"expected a number between 0 and 1, found {alpha!r}")
-    n_resamples = table.get("n_resamples", 10_000)
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
-        raise SpecError(f"{path}.n_resamples", f"expected an integer of at least 100 (as [evaluation] n_resamples), "
-                                               f"found {n_resamples!r}")
-    return LabelStudySpec(runs=table.get("runs"), select=_str_list(table, "select", path), systems=tuple(systems),
-                          measures=_str_list(table, "measures", path) or LABEL_STUDY_MEASURES,
-                          condensed=table.get("condensed", True), test=table.get("test", "t"),
-                          correction=table.get("correction", "holm"), alpha=float(alpha), n_resamples=n_resamples)
-
-
-def _parse_benchmark(table: Any) -> BenchmarkSpec:
-    from superb.judges.benchmark import POOL_QUERIES
-
-    path = "benchmark"
-    _keys(table, path, BENCHMARK_KEYS)
-    for key, allowed in (("engine", ("terrier", "pisa")), ("model", ("bm25", "rm3")), ("pool_query", POOL_QUERIES),
-                         ("docs", BENCHMARK_DOCS)):
-        if key in table and table[key] not in allowed:
-            raise SpecError(f"{path}.{key}", f"{table[key]!r} is not one of {list(allowed)}")
-    judge = table.get("judge", {"type": "deliberated"})
-    if not isinstance(judge, dict) or "type" not in judge:
-        raise SpecError(f"{path}.judge", f"expected a table of judge options with a type, e.g. "
-                                         f"{{ type = \"deliberated\" }}, found {judge!r}")
-    from superb.judges.judge import read_judge_options
-
-    read_judge_options(judge, f"{path}.judge")  # refused when the spec is read, not after the first stage ran
-    defaults = BenchmarkSpec()
-    return BenchmarkSpec(depth=_int(table, "depth", path, defaults.depth, 1),
-                         engine=table.get("engine", defaults.engine), model=table.get("model", defaults.model),
-                         pool_query=table.get("pool_query", defaults.pool_query), judge=dict(judge),
-                         docs=table.get("docs", defaults.docs),
-                         rel_threshold=_int(table, "rel_threshold", path, defaults.rel_threshold, 1))

@@ -31,7 +31,7 @@ import pandas as pd
 from superb.errors import DataError, SpecError
 from superb.eval.measures import parse_measures
 from superb.experiment import run_systems
-from superb.judges.commands.spec import LabelStudySpec
+from superb.judges.commands.spec_studies import LabelStudySpec
 from superb.judges.pair_agreement import markdown_cells, markdown_header
 from superb.judges.records import Judgment
 from superb.judges.studies.label import label_study, verdict_flips
