@@ -1,0 +1,80 @@
+"""The pace a response cache recorded for a model: how many prompt tokens per second its live answers took, for the
+dry run's time estimate (`superb run --dry-run`: calls x seconds before a long run starts).
+
+Only answers the model gave live are read (``latency_s > 0``: an answer imported from shipped responses or batch
+results is stored with latency 0), the most recent ``last`` of them. They are cut into stretches of work wherever two
+answers are more than ``gap_s`` apart (a pause between runs is no work), and the pace is their prompt tokens over the
+stretches' wall-clock seconds: every endpoint and every concurrent request of those runs together, so it holds for a
+new run with the same endpoints and the same load. Generation-heavy prompts (listwise by generation writes about 90
+tokens an answer) take longer per prompt token than one-token answers: the estimate says which mix it came from.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+LAST = 1000  # live answers read, newest first
+GAP_S = 120.0  # seconds between two answers that end a stretch of work
+
+
+@dataclass(frozen=True)
+class Pace:
+    answers: int
+    prompt_tokens: int
+    seconds: float  # wall clock of the stretches, each from its first answer's start to its last answer
+    stretches: int
+    templates: tuple[tuple[str, int], ...]  # the most answered prompt templates of those answers, with their counts
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.prompt_tokens / self.seconds
+
+
+def recorded_pace(cache_path: str | Path, model: str, *, last: int = LAST, gap_s: float = GAP_S) -> Pace | None:
+    """The pace of ``model``'s newest live answers in the cache file, or None when it holds fewer than two or cannot
+    be read (the dry run has counted its calls either way)."""
+    try:
+        conn = sqlite3.connect(f"file:{Path(cache_path)}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = conn.execute(
+                "SELECT created, latency_s, prompt_tokens, template FROM responses WHERE model = ? AND latency_s > 0 "
+                "ORDER BY created DESC LIMIT ?",
+                (model, last)).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return pace_of(sorted(rows), gap_s)
+
+
+def pace_of(rows: list[tuple[float, float, int, str]], gap_s: float = GAP_S) -> Pace | None:
+    """(created, latency_s, prompt_tokens, template) rows in time order -> their pace. A row's ``created`` is when its
+    answer arrived, so a stretch starts at its first answer's ``created - latency_s``."""
+    seconds, tokens, answers, stretches = 0.0, 0, 0, 0
+    i = 0
+    while i < len(rows):
+        j = i
+        while j + 1 < len(rows) and rows[j + 1][0] - rows[j][0] <= gap_s:
+            j += 1
+        start = rows[i][0] - rows[i][1]
+        seconds += rows[j][0] - start
+        tokens += sum(r[2] for r in rows[i:j + 1])
+        answers += j + 1 - i
+        stretches += 1
+        i = j + 1
+    if answers < 2 or seconds <= 0 or tokens <= 0:
+        return None
+    templates = tuple(Counter(r[3] for r in rows).most_common(3))
+    return Pace(answers, tokens, seconds, stretches, templates)
+
+
+def duration(seconds: float) -> str:
+    """3 h 05 min, 12 min, 40 s."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
