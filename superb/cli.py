@@ -167,31 +167,12 @@ def _cmd_evaluate(args) -> int:
     return 0
 
 
-def _time_estimate(prompt_tokens: int, llm_info: dict) -> str:
-    """How long the dry run's prompt tokens would take at the pace the response cache recorded for the model."""
-    from superb.llm.pace import duration, recorded_pace
-
-    cache, model = llm_info.get("cache"), llm_info.get("model")
-    if not prompt_tokens:
-        return "time: nothing to send"
-    if not cache:
-        return "time: no estimate (no response cache to take a pace from)"
-    pace = recorded_pace(cache["path"], model)
-    if pace is None:
-        return (f"time: no estimate (the response cache holds no live answers of {model} to take a pace from; a short "
-                "run first, e.g. [queries] sample = 3, records one)")
-    mix = ", ".join(f"{name.split('@')[0]} {n}" for name, n in pace.templates)
-    return (f"time: about {duration(prompt_tokens / pace.tokens_per_s)} for {prompt_tokens:,} prompt tokens at "
-            f"{pace.tokens_per_s:.0f} prompt tokens/s, the pace the cache recorded for {model} over its last "
-            f"{pace.answers} live answers ({pace.stretches} stretch(es) of work, {duration(pace.seconds)}; {mix}): "
-            "the same endpoints under the same load; answers of many tokens take longer")
-
-
 def dry_run_report(result) -> str:
     """The dry run's count per system, and whether it is exact: a system whose rerankers choose their next question
     from the answers (setwise heap, pairwise sort or sliding) gets none in a dry run, so its count is an estimate: the
     path its placeholder answers take, which the real answers may make shorter or longer (on DL19, setwise heap top 20
     counted 1,591 calls dry and made 861 live: a model that mostly picks the first item stops every sift early)."""
+    from superb.llm.pace import time_line
     from superb.results import usage_frame
 
     usage = usage_frame(result)
@@ -206,7 +187,7 @@ def dry_run_report(result) -> str:
     lines.append(f"dry run: {'about ' if bounded else ''}{total} calls the real run would make (prompt tokens "
                  f"estimated), {int(usage['cache_hits'].sum())} requests served by {where}; nothing was called or "
                  "written")
-    lines.append(_time_estimate(int(usage["prompt_tokens"].sum()), result.llm_info or {}))
+    lines.append(time_line(int(usage["prompt_tokens"].sum()), result.llm_info or {}))
     if bounded:
         lines.append(f"{bounded} of them are an estimate: a reranker of those systems chooses its next question from "
                      "the answers, which a dry run does not have, so the real count may be lower or higher (each "

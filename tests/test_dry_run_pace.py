@@ -7,10 +7,9 @@ import sqlite3
 
 import pytest
 
-from superb.cli import _time_estimate
 from superb.llm import ChatRequest, Completion, ResponseCache
 from superb.llm.cache_rows import CachedRow, canonical, key_of_canonical
-from superb.llm.pace import duration, pace_of, recorded_pace
+from superb.llm.pace import duration, pace_of, recorded_pace, time_line
 
 
 @pytest.fixture(autouse=True)
@@ -72,13 +71,13 @@ def test_the_dry_run_line_states_the_time_and_where_its_pace_comes_from(tmp_path
         for i, key in enumerate(keys):
             conn.execute("UPDATE responses SET created = ?, latency_s = 10.0 WHERE key = ?", (2000.0 + 10 * i, key))
     info = {"model": "m", "cache": {"path": str(path)}}
-    line = _time_estimate(90_000, info)  # 90,000 / 25 = 3,600 s
+    line = time_line(90_000, info)  # 90,000 / 25 = 3,600 s
     assert line.startswith("time: about 1 h 00 min for 90,000 prompt tokens at 25 prompt tokens/s")
     assert "last 10 live answers (1 stretch(es) of work, 2 min" in line
-    assert _time_estimate(0, info) == "time: nothing to send"
-    no_cache = _time_estimate(100, {"model": "m", "cache": None})
+    assert time_line(0, info) == "time: nothing to send"
+    no_cache = time_line(100, {"model": "m", "cache": None})
     assert no_cache == "time: no estimate (no response cache to take a pace from)"
-    assert "no live answers of m2" in _time_estimate(100, {"model": "m2", "cache": {"path": str(path)}})
+    assert "no live answers of m2" in time_line(100, {"model": "m2", "cache": {"path": str(path)}})
 
 
 def test_durations_read_as_a_person_writes_them():

@@ -65,12 +65,14 @@ def test_scoring_judges_calibrated_on_dev_reported_on_test_then_zero_calls(home,
         dry = capsys.readouterr().out
         pool = 8 * len(QUERIES)
         assert f"judge:yesno_product" in dry and f"{2 * pool} calls a real run would make" in dry
+        assert "time: no estimate (no response cache to take a pace from)" in dry  # the first run makes the cache
 
         assert main(["judge", str(spec), "--out", str(home / "out")]) == 0
         assert srv.requests == 2 * pool  # one label request per pair and judge; the ensemble asks nothing
         capsys.readouterr()
         assert main(["judge", str(spec), "--dry-run", "--out", str(home / "x")]) == 0
-        assert "0 calls a real run would make" in capsys.readouterr().out
+        again = capsys.readouterr().out
+        assert "0 calls a real run would make" in again and "time: nothing to send" in again
         assert srv.requests == 2 * pool
     out = home / "out"
     table = pd.read_csv(out / "agreement_calibrated.csv")

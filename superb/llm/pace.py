@@ -78,3 +78,22 @@ def duration(seconds: float) -> str:
         return f"{seconds} s"
     minutes = round(seconds / 60)
     return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def time_line(prompt_tokens: int, llm_info: dict) -> str:
+    """The dry run's `time:` line: how long ``prompt_tokens`` would take at the pace the response cache recorded for
+    the model (``llm_info``: the run's model and cache, as superb.llm.connect describes them)."""
+    cache, model = llm_info.get("cache"), llm_info.get("model")
+    if not prompt_tokens:
+        return "time: nothing to send"
+    if not cache:
+        return "time: no estimate (no response cache to take a pace from)"
+    pace = recorded_pace(cache["path"], model)
+    if pace is None:
+        return (f"time: no estimate (the response cache holds no live answers of {model} to take a pace from; a short "
+                "run first, e.g. [queries] sample = 3, records one)")
+    mix = ", ".join(f"{name.split('@')[0]} {n}" for name, n in pace.templates)
+    return (f"time: about {duration(prompt_tokens / pace.tokens_per_s)} for {prompt_tokens:,} prompt tokens at "
+            f"{pace.tokens_per_s:.0f} prompt tokens/s, the pace the cache recorded for {model} over its last "
+            f"{pace.answers} live answers ({pace.stretches} stretch(es) of work, {duration(pace.seconds)}; {mix}): "
+            "the same endpoints under the same load; answers of many tokens take longer")

@@ -78,7 +78,7 @@ def _cmd_judge(args) -> int:
         counts = result["counts"]
         what = [f"{counts['pairs']} pool pairs"] * bool(spec.variants) + \
             [f"{counts['pairwise_pairs']} pairwise pairs"] * bool(spec.pairwise)
-        return _print_dry_run(result["usage"], f"{spec.name}: {', '.join(what)}")
+        return _print_dry_run(result["usage"], f"{spec.name}: {', '.join(what)}", result.get("llm") or {})
     if spec.benchmark is not None:
         print(f"{spec.name}: benchmark of {result['counts']['queries']} queries, {result['counts']['judgments']} "
               f"judged pairs, labels {result['counts']['labels']}, rewrites {result['stats']}")
@@ -102,7 +102,8 @@ def _fill(args, mode: str) -> int:
     result = fill(args.fill, options, mode=mode, out=args.out)
     if mode == "dry_run":
         return _print_dry_run(result["usage"], f"fill {args.fill}: {result['targets']} target pairs and "
-                                               f"{result['dev_pairs']} dev pairs for the cut points")
+                                               f"{result['dev_pairs']} dev pairs for the cut points",
+                              result.get("llm") or {})
     counts = result["fingerprint"]["counts"]
     print(f"{args.fill}: {counts['labelled']} of {counts['targets']} top-{options.depth} pairs labelled by "
           f"{result['fingerprint']['judge']} ({counts['unjudged_labelled']} of {counts['unjudged']} unjudged); "
@@ -123,7 +124,9 @@ def _page(folder: Path) -> None:
         print(f"superb: report.html not written ({exc}); `superb report {folder}` writes it", file=sys.stderr)
 
 
-def _print_dry_run(usage: dict, what: str) -> int:
+def _print_dry_run(usage: dict, what: str, llm_info: dict) -> int:
+    from superb.llm.pace import time_line
+
     calls = hits = tokens = 0
     print(f"{'tag':40} {'calls':>8} {'cache hits':>10} {'prompt tokens':>14}")
     for tag, row in sorted(usage.items()):
@@ -132,4 +135,5 @@ def _print_dry_run(usage: dict, what: str) -> int:
         print(f"{tag:40} {c:8d} {h:10d} {t:14d}")
     print(f"dry run ({what}): {calls} calls a real run would make ({tokens} prompt tokens, estimated), {hits} "
           "requests served by the response cache; nothing was called or written")
+    print(time_line(tokens, llm_info))
     return 0

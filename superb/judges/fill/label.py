@@ -212,7 +212,7 @@ def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str 
         if mode == "dry_run":
             for scorer in judge.scorers.values():
                 scorer.score(pd.concat([dev, asked[["qid", "query", "docno"]]], ignore_index=True))
-            return {"usage": llm.usage.to_dict(), "targets": len(asked), "dev_pairs": len(dev)}
+            return {"usage": llm.usage.to_dict(), "targets": len(asked), "dev_pairs": len(dev), "llm": info}
         judge.fit(dev, ratings)
         labels = judge.label(asked[["qid", "query", "docno"]])
         usage = llm.usage.to_dict() if hasattr(llm, "usage") else {}
