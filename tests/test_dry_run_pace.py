@@ -59,7 +59,10 @@ def test_recorded_pace_reads_only_the_models_live_answers(tmp_path):
     pace = recorded_pace(path, "m")
     assert (pace.answers, pace.prompt_tokens, pace.seconds) == (4, 400, 4.0)  # from 999 to 1003
     assert recorded_pace(path, "never-asked") is None
-    assert recorded_pace(tmp_path / "missing.sqlite", "m") is None
+    with pytest.raises(sqlite3.Error):
+        recorded_pace(tmp_path / "missing.sqlite", "m")
+    gone = time_line(100, {"model": "m", "cache": {"path": str(tmp_path / "missing.sqlite")}})
+    assert gone.startswith(f"time: no estimate (the response cache {tmp_path / 'missing.sqlite'} could not be read")
 
 
 def test_the_dry_run_line_states_the_time_and_where_its_pace_comes_from(tmp_path):

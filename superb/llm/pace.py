@@ -34,19 +34,15 @@ class Pace:
 
 
 def recorded_pace(cache_path: str | Path, model: str, *, last: int = LAST, gap_s: float = GAP_S) -> Pace | None:
-    """The pace of ``model``'s newest live answers in the cache file, or None when it holds fewer than two or cannot
-    be read (the dry run has counted its calls either way)."""
+    """The pace of ``model``'s newest live answers in the cache file, or None when it holds fewer than two; a file
+    that cannot be read raises sqlite3.Error."""
+    conn = sqlite3.connect(f"file:{Path(cache_path)}?mode=ro", uri=True, timeout=5)
     try:
-        conn = sqlite3.connect(f"file:{Path(cache_path)}?mode=ro", uri=True, timeout=5)
-        try:
-            rows = conn.execute(
-                "SELECT created, latency_s, prompt_tokens, template FROM responses WHERE model = ? AND latency_s > 0 "
-                "ORDER BY created DESC LIMIT ?",
-                (model, last)).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None
+        rows = conn.execute(
+            "SELECT created, latency_s, prompt_tokens, template FROM responses WHERE model = ? AND latency_s > 0 "
+            "ORDER BY created DESC LIMIT ?", (model, last)).fetchall()
+    finally:
+        conn.close()
     return pace_of(sorted(rows), gap_s)
 
 
@@ -88,7 +84,10 @@ def time_line(prompt_tokens: int, llm_info: dict) -> str:
         return "time: nothing to send"
     if not cache:
         return "time: no estimate (no response cache to take a pace from)"
-    pace = recorded_pace(cache["path"], model)
+    try:
+        pace = recorded_pace(cache["path"], model)
+    except sqlite3.Error as e:  # the calls are counted either way: the time is what is missing
+        return f"time: no estimate (the response cache {cache['path']} could not be read for a pace: {e})"
     if pace is None:
         return (f"time: no estimate (the response cache holds no live answers of {model} to take a pace from; a short "
                 "run first, e.g. [queries] sample = 3, records one)")
