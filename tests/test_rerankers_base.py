@@ -72,6 +72,18 @@ def test_top_k_split_keeps_tail_in_prior_order(two_queries):
     assert list(q2.docno) == ["f", "e"]
     assert [len(c) for c in r.seen] == [3, 2]
     assert r.stats["queries"] == 2 and r.stats["reranked"] == 5
+    assert r.stats["kept_input_order"] == 0 and r.stats["moved_candidates"] == 3 + 2  # b c a, and f e
+
+
+def test_how_far_a_stage_moved_its_input_is_counted():
+    """kept_input_order: queries whose reranked head comes out in its input order (a listwise model that writes the
+    identity permutation back); moved_candidates: candidates not at their input position."""
+    r = ReverseByLength(top_k=None)
+    r(frame([("q1", "phone", "a", 9.0, 0, "xxx"), ("q1", "phone", "b", 8.0, 1, "xx"), ("q1", "phone", "c", 7.0, 2, "x"),
+             ("q2", "case", "e", 5.0, 0, "y"), ("q2", "case", "f", 4.0, 1, "yy"), ("q2", "case", "g", 3.0, 2, "yyy"),
+             ("q3", "lamp", "h", 2.0, 0, "zz"), ("q3", "lamp", "i", 1.0, 1, "zz")]))
+    # q1 keeps a b c (longest first already); q2 becomes g f e (f stays second); q3 ties keep the input order
+    assert r.stats["kept_input_order"] == 2 and r.stats["moved_candidates"] == 2
 
 
 def test_docnos_preserved_and_prior_order_from_rank(two_queries):

@@ -272,6 +272,9 @@ class Reranker(pt.Transformer):
             head[self.blend_column] = keys
             tail[self.blend_column] = np.nan
         order = sorted(range(k), key=lambda i: -keys[i])  # best first; stable: equal values keep the prior order
+        moved = sum(i != at for at, i in enumerate(order))  # how far the stage changed its input: counted, not judged
+        self.stats["kept_input_order"] += moved == 0
+        self.stats["moved_candidates"] += moved
         head = head.iloc[order]
         out = pd.concat([head, tail])
         out["score"] = np.arange(len(out), 0, -1, dtype="float64")
