@@ -4,7 +4,7 @@ its cell (scripts/readme_numbers.py checks them; tests/test_readme_numbers.py ru
     python scripts/trec_dl_readme.py results/trec_dl19 2019
 
 Measured: table.csv (nDCG@10 / nDCG@5 / P(rel=2)@10, the difference with BM25, its 95% interval and corrected p) and
-usage.csv (requests and prompt tokens per query, seconds). Quoted, not run here: experiments/anchors_trec_dl.csv
+usage.csv (queries a reranker left in BM25's order, requests and prompt tokens per query). Quoted, not run here: experiments/anchors_trec_dl.csv
 (the anchors' own files, named per row, each with the model it used).
 """
 
@@ -45,6 +45,15 @@ def usage(frame: pd.DataFrame, system: str, col: str, fmt: str) -> str:
     return link(text, f"usage.csv#system={system}&col={col}")
 
 
+def kept_order(frame: pd.DataFrame, system: str) -> str:
+    """Queries whose reranked head came out in BM25's order (stat:kept_input_order), "" for a row that reranks nothing."""
+    column = "stat:kept_input_order"
+    row = frame[frame["system"] == system]
+    if column not in frame.columns or pd.isna(row[column].iloc[0]) or not row["stat:reranked"].fillna(0).iloc[0]:
+        return ""
+    return usage(frame, system, column, "0")
+
+
 def live_seconds(live: pd.DataFrame, system: str, yy: str) -> str:
     """The live run's wall-clock seconds of a pipeline (scripts/live_timing.py), "" for one it did not time."""
     row = live[live["system"] == system]
@@ -83,8 +92,9 @@ def main(folder: Path, year: int) -> Path:
         ("Holm p over the declared family of hypotheses, raw p for the exploratory rows):"
          if (table["role"] == "exploratory").any() else "Holm over the rows tested against BM25 per measure):"),
         "",
-        "| system | nDCG@10 | nDCG@5 | P(rel=2)@10 | nDCG@10 - BM25 [95% interval], p | requests / query | prompt tokens / query | live seconds |",
-        "|---|---:|---:|---:|---|---:|---:|---:|",
+        "| system | nDCG@10 | nDCG@5 | P(rel=2)@10 | nDCG@10 - BM25 [95% interval], p | queries left in BM25's order | "
+        "requests / query | prompt tokens / query | live seconds |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for system in systems:
         row = table[(table["system"] == system) & (table["view"] == "full") & (table["measure"] == "nDCG@10")]
@@ -97,7 +107,7 @@ def main(folder: Path, year: int) -> Path:
                   if tested else "")
         lines.append(f"| {system} | {cell(table, system, 'nDCG@10', 'mean', '4')} | "
                      f"{cell(table, system, 'nDCG@5', 'mean', '4')} | {cell(table, system, 'P(rel=2)@10', 'mean', '4')} | "
-                     f"{versus} | {usage(use, system, 'calls_per_query', '1')} | "
+                     f"{versus} | {kept_order(use, system)} | {usage(use, system, 'calls_per_query', '1')} | "
                      f"{usage(use, system, 'prompt_tokens_per_query', '0')} | {live_seconds(live, system, yy)} |")
     lines += ["", "Quoted from the anchors' own files, NOT run here (each with the model it used; "
               "`experiments/anchors_trec_dl.csv` names the file):", "",
