@@ -17,6 +17,7 @@ from pathlib import Path
 from superb.errors import SuperbError
 from superb.exit_codes import EXIT_LLM_FAILURES  # noqa: F401 - tests import it here
 from superb.llm.exit_code import llm_exit_code
+from superb.llm.pace import time_line
 from superb import interrupt, provenance
 from superb.atomic import check_replaceable
 from superb.report import write_report
@@ -172,7 +173,6 @@ def dry_run_report(result) -> str:
     from the answers (setwise heap, pairwise sort or sliding) gets none in a dry run, so its count is an estimate: the
     path its placeholder answers take, which the real answers may make shorter or longer (on DL19, setwise heap top 20
     counted 1,591 calls dry and made 861 live: a model that mostly picks the first item stops every sift early)."""
-    from superb.llm.pace import time_line
     from superb.results import usage_frame
 
     usage = usage_frame(result)

@@ -19,6 +19,7 @@ from typing import Any
 from superb.errors import SuperbError
 from superb.judges.commands.spec import load_judge_spec
 from superb.llm.exit_code import folder_usage, llm_exit_code
+from superb.llm.pace import time_line
 from superb.report import write_report
 
 
@@ -125,8 +126,6 @@ def _page(folder: Path) -> None:
 
 
 def _print_dry_run(usage: dict, what: str, llm_info: dict) -> int:
-    from superb.llm.pace import time_line
-
     calls = hits = tokens = 0
     print(f"{'tag':40} {'calls':>8} {'cache hits':>10} {'prompt tokens':>14}")
     for tag, row in sorted(usage.items()):
