@@ -4,8 +4,8 @@ its cell (scripts/readme_numbers.py checks them; tests/test_readme_numbers.py ru
     python scripts/trec_dl_readme.py results/trec_dl19 2019
 
 Measured: table.csv (nDCG@10 / nDCG@5 / P(rel=2)@10, the difference with BM25, its 95% interval and corrected p) and
-usage.csv (queries a reranker left in BM25's order, requests and prompt tokens per query). Quoted, not run here: experiments/anchors_trec_dl.csv
-(the anchors' own files, named per row, each with the model it used).
+usage.csv (queries a reranker left in BM25's order, requests and prompt tokens per query). Quoted, not run here:
+experiments/anchors_trec_dl.csv (the anchors' own files, named per row, each with the model it used).
 """
 
 from __future__ import annotations

@@ -93,13 +93,13 @@ def _read_file(ref: str, key: str = "template") -> Template:
     path = Path(ref).expanduser()
     if not path.is_file():
         raise SpecError(key, f"prompt template file {ref!r} not found (relative paths are read from the "
-                                    f"current folder, {Path.cwd()}); give an existing .j2 file, or a package "
-                                    f"template's name: {', '.join(available())}")
+                             f"current folder, {Path.cwd()}); give an existing .j2 file, or a package "
+                             f"template's name: {', '.join(available())}")
     try:
         source = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise SpecError(key, f"prompt template file {path} is not UTF-8 text ({e.reason} at byte {e.start}); "
-                                    f"save it as UTF-8") from None
+                             "save it as UTF-8") from None
     try:
         _environment().parse(source)
     except jinja2.TemplateSyntaxError as e:
@@ -132,9 +132,11 @@ def file_records(table: Any, path: str = "") -> dict[str, dict[str, str]]:
         where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
         if key == "template" and is_file_ref(value):
             file = Path(value).expanduser()
-            found[where] = {"file": value, "sha256": hashlib.sha256(file.read_bytes()).hexdigest(),
-                            "id": load_template(value).id} if file.is_file() else {
-                "file": value, "missing": "the file was gone when the results were written"}
+            if file.is_file():
+                found[where] = {"file": value, "sha256": hashlib.sha256(file.read_bytes()).hexdigest(),
+                                "id": load_template(value).id}
+            else:
+                found[where] = {"file": value, "missing": "the file was gone when the results were written"}
         else:
             found.update(file_records(value, where))
     return found

@@ -96,10 +96,10 @@ from pathlib import Path
 from typing import Any
 
 from superb.errors import Errors, SpecError
-from superb.judges.commands.spec_studies import (BenchmarkSpec, CalibrationSpec, LabelStudySpec, int_option,
-                                                 parse_agreement, parse_benchmark, parse_calibration,
-                                                 parse_label_study, parse_pairwise, table_keys)
-from superb.options import typed
+from superb.judges.commands.spec_studies import (BenchmarkSpec, CalibrationSpec, LabelStudySpec, parse_agreement,
+                                                 parse_benchmark, parse_calibration, parse_label_study,
+                                                 parse_pairwise)
+from superb.options import check_keys, typed
 from superb.spec import parse_queries, read_toml
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
@@ -162,7 +162,7 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
     """A judge spec read and checked before any data set or model is opened; the errors of its independent parts
     (name, [pool], [judge] and each of its variants, [calibration], [pairwise_study], ...) are reported together
     (superb.errors.SpecErrors)."""
-    table_keys(raw, "", _TOP, required={"name", "dataset"})
+    check_keys(raw, "", required={"name", "dataset"}, optional=_TOP)
     errors = Errors()
     name = errors.part(_parse_name, raw.get("name"))
     for key in ("description", "output"):
@@ -179,7 +179,7 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
         "pool": errors.part(_parse_pool, raw.get("pool", {})),
         "calibration": errors.part(parse_calibration, raw.get("calibration", {})),
         "pairwise": errors.part(parse_pairwise, raw["pairwise_study"]) if "pairwise_study" in raw else None,
-        "seed": errors.part(int_option, raw, "seed", "", 0),
+        "seed": errors.part(typed, raw, "seed", int, "", default=0),
         "label_study": errors.part(parse_label_study, raw["label_study"]) if "label_study" in raw else None,
         "benchmark": errors.part(parse_benchmark, raw["benchmark"]) if "benchmark" in raw else None,
     }
@@ -209,7 +209,7 @@ def _check_beside(raw: dict[str, Any]) -> None:
 
 def _parse_pool(table: Any) -> PoolSpec:
     path = "pool"
-    table_keys(table, path, {"source", "per_query", "seed", "first_stage"})
+    check_keys(table, path, optional={"source", "per_query", "seed", "first_stage"})
     source = table.get("source", "qrels")
     if source not in POOL_SOURCES:
         raise SpecError(f"{path}.source", f"{source!r} is not one of {list(POOL_SOURCES)}")
@@ -218,8 +218,8 @@ def _parse_pool(table: Any) -> PoolSpec:
         raise SpecError(f"{path}.first_stage", "give a first_stage table exactly when source = \"first_stage\"")
     if stage is not None and not isinstance(stage, dict):
         raise SpecError(f"{path}.first_stage", f"expected a table, found {stage!r}")
-    return PoolSpec(source=source, per_query=int_option(table, "per_query", path, None, 1),
-                    seed=int_option(table, "seed", path, 0), first_stage=stage)
+    return PoolSpec(source=source, per_query=typed(table, "per_query", int, path, default=None, minimum=1),
+                    seed=typed(table, "seed", int, path, default=0), first_stage=stage)
 
 
 def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -286,7 +286,7 @@ def _checked(options: dict, own: dict, shared: dict, vpath: str) -> dict:
 def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str, dict[str, Any]]:
     """An ensemble variant: the mean of earlier SCORING variants' normalised scores
     (superb.judges.studies.calibration)."""
-    table_keys(v, vpath, ENSEMBLE_KEYS, required={"type", "members"})
+    check_keys(v, vpath, required={"type", "members"}, optional=ENSEMBLE_KEYS)
     vname = v.get("name", "ensemble")
     if not isinstance(vname, str) or not _NAME_RE.match(vname):
         raise SpecError(f"{vpath}.name", f"{vname!r} must be a plain name; it names a results subfolder")

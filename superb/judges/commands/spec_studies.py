@@ -50,30 +50,22 @@ class BenchmarkSpec:
     rel_threshold: int = 2
 
 
-def table_keys(table: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
-    return check_keys(table, path, required=required, optional=allowed)
-
-
-def int_option(table: dict, key: str, path: str, default: Any, minimum: int | None = None) -> Any:
-    return typed(table, key, int, path, default=default, minimum=minimum)
-
-
 def parse_calibration(table: Any) -> CalibrationSpec:
     path = "calibration"
-    table_keys(table, path, {"weights", "bootstrap", "folds"})
+    check_keys(table, path, optional={"weights", "bootstrap", "folds"})
     weights = table.get("weights", "linear")
     if weights not in CALIBRATION_WEIGHTS:
         raise SpecError(f"{path}.weights", f"{weights!r} is not one of {list(CALIBRATION_WEIGHTS)}")
-    return CalibrationSpec(weights=weights, bootstrap=int_option(table, "bootstrap", path, 1000, 1),
-                           folds=int_option(table, "folds", path, 5, 2))
+    return CalibrationSpec(weights=weights, bootstrap=typed(table, "bootstrap", int, path, default=1000, minimum=1),
+                           folds=typed(table, "folds", int, path, default=5, minimum=2))
 
 
 def parse_pairwise(table: Any) -> dict[str, Any]:
     from superb.data.splits import SPLITS
 
     path = "pairwise_study"
-    table_keys(table, path, {"n_pairs", "seed", "choices", "fields", "split", "grades", "probability", "pairs",
-                             "order"})
+    check_keys(table, path, optional={"n_pairs", "seed", "choices", "fields", "split", "grades", "probability",
+                                      "pairs", "order"})
     if "pairs" in table and "n_pairs" in table:
         raise SpecError(f"{path}.n_pairs", "give either pairs (a file of pairs, asked as listed) or n_pairs (a seeded "
                                            "sample), not both")
@@ -98,14 +90,15 @@ def parse_pairwise(table: Any) -> dict[str, Any]:
         for k, v in fields.items():
             if not isinstance(v, list) or not v or not all(isinstance(f, str) for f in v):
                 raise SpecError(f"{path}.fields.{k}", f"expected a non-empty list of field names, found {v!r}")
-    return {"n_pairs": int_option(table, "n_pairs", path, 1000, 1), "seed": int_option(table, "seed", path, 0),
+    return {"n_pairs": typed(table, "n_pairs", int, path, default=1000, minimum=1),
+            "seed": typed(table, "seed", int, path, default=0),
             "choices": tuple(choices), "fields": fields, "split": table.get("split", "all"),
             "grades": table.get("grades"), "probability": probability, "pairs": pairs_file, "order": order}
 
 
 def parse_agreement(table: Any) -> dict[str, Any]:
     path = "agreement"
-    table_keys(table, path, {"rel", "label_map"})
+    check_keys(table, path, optional={"rel", "label_map"})
     mapping = table.get("label_map", {})
     if not isinstance(mapping, dict):
         raise SpecError(f"{path}.label_map", f"expected a table of judge label = human label, found {mapping!r}")
@@ -115,7 +108,7 @@ def parse_agreement(table: Any) -> dict[str, Any]:
             raise SpecError(f"{path}.label_map.{k}", f"expected an integer judge label = integer human label, "
                                                      f"found {k!r} = {v!r}")
         label_map[int(k)] = v
-    return {"rel": int_option(table, "rel", path, None), "label_map": label_map}
+    return {"rel": typed(table, "rel", int, path, default=None), "label_map": label_map}
 
 
 def _str_list(table: dict, key: str, path: str) -> tuple[str, ...] | None:
@@ -133,7 +126,7 @@ def parse_label_study(table: Any) -> LabelStudySpec:
     from superb.eval.stats import CORRECTIONS, TESTS
 
     path = "label_study"
-    table_keys(table, path, LABEL_STUDY_KEYS)
+    check_keys(table, path, optional=LABEL_STUDY_KEYS)
     if ("runs" in table) == ("systems" in table):
         raise SpecError(f"{path}.runs", "give exactly one of runs (a `superb run` results folder) or systems "
                                         "(first stages to run on the selected queries)")
@@ -144,7 +137,7 @@ def parse_label_study(table: Any) -> LabelStudySpec:
     systems = []
     for i, s in enumerate(table.get("systems", [])):
         spath = f"{path}.systems[{i}]"
-        table_keys(s, spath, {"name", "first_stage", "baseline"}, required={"name", "first_stage"})
+        check_keys(s, spath, required={"name", "first_stage"}, optional={"name", "first_stage", "baseline"})
         if not isinstance(s["name"], str) or not s["name"]:
             raise SpecError(f"{spath}.name", f"expected a system name, found {s['name']!r}")
         if not isinstance(s["first_stage"], dict):
@@ -182,7 +175,7 @@ def parse_benchmark(table: Any) -> BenchmarkSpec:
     from superb.judges.benchmark import POOL_QUERIES
 
     path = "benchmark"
-    table_keys(table, path, BENCHMARK_KEYS)
+    check_keys(table, path, optional=BENCHMARK_KEYS)
     for key, allowed in (("engine", ("terrier", "pisa")), ("model", ("bm25", "rm3")), ("pool_query", POOL_QUERIES),
                          ("docs", BENCHMARK_DOCS)):
         if key in table and table[key] not in allowed:
@@ -195,8 +188,9 @@ def parse_benchmark(table: Any) -> BenchmarkSpec:
 
     read_judge_options(judge, f"{path}.judge")  # refused when the spec is read, not after the first stage ran
     defaults = BenchmarkSpec()
-    return BenchmarkSpec(depth=int_option(table, "depth", path, defaults.depth, 1),
+    return BenchmarkSpec(depth=typed(table, "depth", int, path, default=defaults.depth, minimum=1),
                          engine=table.get("engine", defaults.engine), model=table.get("model", defaults.model),
                          pool_query=table.get("pool_query", defaults.pool_query), judge=dict(judge),
                          docs=table.get("docs", defaults.docs),
-                         rel_threshold=int_option(table, "rel_threshold", path, defaults.rel_threshold, 1))
+                         rel_threshold=typed(table, "rel_threshold", int, path, default=defaults.rel_threshold,
+                                             minimum=1))
