@@ -163,3 +163,20 @@ def test_a_live_claim_is_waited_for_and_its_answer_served(tmp_path):
         timer.join()
         assert got.text == "from the other" and got.from_cache and srv.requests == 0
         assert cache.claims.counts["served_by_other"] == 1
+
+
+def test_closing_the_cache_drops_its_own_claims_and_a_second_close_is_quiet(tmp_path):
+    import sqlite3
+
+    from superb.llm.cache_rows import cache_key
+
+    path = tmp_path / "cache.sqlite"
+    cache = ResponseCache(path)
+    key = cache_key("fake-model", requests(1)[0])
+    assert cache.claims.claim(key) == "mine" and cache.is_open
+    cache.claims.force("k-other", owner="elsewhere", pid=os.getpid())
+    cache.close()
+    assert not cache.is_open
+    cache.close()  # closed already: no claim to drop, no error
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT key, owner FROM claims").fetchall() == [("k-other", "elsewhere")]

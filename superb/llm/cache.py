@@ -376,6 +376,11 @@ class ResponseCache:
         with self.locked("read") as conn:
             return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
+    @property
+    def is_open(self) -> bool:
+        """False once closed (ClaimBook.close asks before it drops its claims)."""
+        return self._conn is not None
+
     def close(self) -> None:
         if self.claims is not None:
             self.claims.close()

@@ -30,10 +30,11 @@ import sqlite3
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 if TYPE_CHECKING:
-    from superb.llm.cache import ResponseCache
     from superb.llm.types import ChatRequest, Completion
 
 log = logging.getLogger(__name__)
@@ -62,10 +63,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class ClaimedCache(Protocol):
+    """What a ClaimBook uses of its cache (superb.llm.cache.ResponseCache, which makes the book)."""
+
+    path: Path
+
+    @property
+    def is_open(self) -> bool: ...
+
+    def locked(self, action: str) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    def get(self, model: str, request: "ChatRequest") -> "Completion | None": ...
+
+
 class ClaimBook:
     """The claims of one ResponseCache (one owner). Uses the cache's connection under its lock."""
 
-    def __init__(self, cache: "ResponseCache"):
+    def __init__(self, cache: ClaimedCache):
         self.cache = cache
         self.owner = uuid.uuid4().hex
         self.host = socket.gethostname()
@@ -168,7 +182,7 @@ class ClaimBook:
         if self._beat is not None:
             self._beat.join(timeout=STALE_S)
             self._beat = None
-        if self.held and self.cache._conn is not None:
+        if self.held and self.cache.is_open:
             try:
                 with self.cache.locked("write") as conn:
                     conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
