@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -166,8 +167,6 @@ def test_a_live_claim_is_waited_for_and_its_answer_served(tmp_path):
 
 
 def test_closing_the_cache_drops_its_own_claims_and_a_second_close_is_quiet(tmp_path):
-    import sqlite3
-
     from superb.llm.cache_rows import cache_key
 
     path = tmp_path / "cache.sqlite"

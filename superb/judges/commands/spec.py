@@ -104,10 +104,10 @@ from superb.spec import parse_queries, read_toml
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_TOP = {"name", "description", "output", "seed", "dataset", "queries", "pool", "llm", "judge", "agreement",
-        "pairwise_study", "label_study", "benchmark", "calibration"}
+_TOP = {"description", "output", "seed", "queries", "pool", "llm", "judge", "agreement", "pairwise_study",
+        "label_study", "benchmark", "calibration"}  # beside the required name and dataset
 NORMALISERS = ("rank", "minmax")
-ENSEMBLE_KEYS = {"name", "type", "members", "normaliser"}
+ENSEMBLE_KEYS = {"name", "normaliser"}  # beside the required type and members
 
 
 @dataclass(frozen=True)

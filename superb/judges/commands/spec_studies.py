@@ -137,7 +137,7 @@ def parse_label_study(table: Any) -> LabelStudySpec:
     systems = []
     for i, s in enumerate(table.get("systems", [])):
         spath = f"{path}.systems[{i}]"
-        check_keys(s, spath, required={"name", "first_stage"}, optional={"name", "first_stage", "baseline"})
+        check_keys(s, spath, required={"name", "first_stage"}, optional={"baseline"})
         if not isinstance(s["name"], str) or not s["name"]:
             raise SpecError(f"{spath}.name", f"expected a system name, found {s['name']!r}")
         if not isinstance(s["first_stage"], dict):
