@@ -179,3 +179,20 @@ def test_closing_the_cache_drops_its_own_claims_and_a_second_close_is_quiet(tmp_
     cache.close()  # closed already: no claim to drop, no error
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT key, owner FROM claims").fetchall() == [("k-other", "elsewhere")]
+
+
+def test_claims_that_cannot_be_dropped_at_close_are_warned_not_raised(tmp_path, monkeypatch, caplog):
+    from superb.llm.cache_rows import cache_key
+
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    assert cache.claims.claim(cache_key("fake-model", requests(1)[0])) == "mine"
+
+    def broken(action):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(cache, "locked", broken)
+    cache.close()
+    assert not cache.is_open
+    warned = [r.getMessage() for r in caplog.records if r.name == "superb.llm.claims"]
+    assert len(warned) == 1
+    assert "could not drop this process's 1 claim(s)" in warned[0] and "disk I/O error" in warned[0]

@@ -186,8 +186,10 @@ class ClaimBook:
             try:
                 with self.cache.locked("write") as conn:
                     conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
-            except Exception:  # noqa: BLE001 - closing must not fail; a left claim goes stale with this process
-                pass
+            except Exception as e:  # noqa: BLE001 - closing must not fail; a left claim goes stale with this process
+                log.warning("could not drop this process's %d claim(s) on LLM requests in %s (%s): another process "
+                            "waiting on them takes them over when this process has ended (same host) or after %.0f s",
+                            len(self.held), self.cache.path, e, STALE_S)
         self.held.clear()
 
     # --- the client side --------------------------------------------------------------------------------------------
