@@ -27,10 +27,9 @@ import pyterrier as pt
 
 from superb.errors import DataError
 from superb.run_files import DATASET_PREFIX, RunFile, RunOptions, read_run_file
+from superb.transformers.registry import stage_facts
 
 log = logging.getLogger(__name__)
-#: rerank stage types that never read a document's text (so they can rerank documents the data set lacks)
-TEXTLESS = ("fuse", "shuffle", "random", "reset")
 
 
 def resolve(options: RunOptions, dataset: Any, path: str) -> Path:
@@ -96,7 +95,7 @@ class RunStage(pt.Transformer):
 def check_reranked(stage: RunStage, reranker_types: list[str], pipeline: str, path: str) -> None:
     """A pipeline that reranks ``stage`` with a stage that reads document text needs every document of the run in
     the data set: else a DataError now, before any LLM call."""
-    readers = [t for t in reranker_types if t not in TEXTLESS]
+    readers = [t for t in reranker_types if stage_facts(t).needs_documents]  # declared by each type (StageFacts)
     if stage.unknown_docnos and readers:
         raise DataError(f"{path}: pipeline {pipeline!r} reranks run {stage.file.path} with {readers[0]!r}, but "
                         f"{len(stage.unknown_docnos)} of its documents are not in data set {stage.dataset.name!r} "

@@ -60,6 +60,11 @@ class DataError(SuperbError):
     """A data file is missing, corrupt, or has the wrong columns. The message names the file and how to get it."""
 
 
+class StageError(SuperbError):
+    """A stage failed while it ran (a plug-in's ``score()`` raised, a transformer returned documents it was not
+    given): the message names the stage by its key path and type."""
+
+
 class LLMError(SuperbError):
     """An LLM call failed after its retries, or the endpoint/model could not be set up."""
 

@@ -54,6 +54,7 @@ from superb.runs import TIE_RULE, write_run
 from superb.shards import file_digests
 from superb.spec_names import check_file_names, file_name
 from superb.stage_scores import write_stage_scores
+from superb.transformers.registry import plugin_records
 
 USAGE_COLUMNS = ("calls", "cache_hits", "coalesced", "failures", "retries", "prompt_tokens", "completion_tokens",
                  "saved_prompt_tokens", "server_cached_tokens")
@@ -233,6 +234,9 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     prompts = file_records(result.spec.raw)
     if prompts:  # prompt templates from the user's files: which file, its sha256, the id its requests carry
         provenance["prompt_files"] = prompts
+    plugins = plugin_records(result.spec.pipelines)
+    if plugins:  # stage types from outside superb: their module and its file's sha256 or package version
+        provenance["plugins"] = plugins
     if getattr(result, "sharding", None):  # a shard of a run, or a merge of shards (superb/shards.py, merge.py)
         provenance["sharding"] = result.sharding
     path = write_provenance(out_dir, provenance)  # + packages, project (commit, dirty, diff), host; source.patch

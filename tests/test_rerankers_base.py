@@ -6,7 +6,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from superb.errors import SpecError
+from superb.errors import SpecError, StageError
 from superb.transformers.base import Candidates, Reranker, scores_from_order, spec_options
 from superb.options import REQUIRED, Opt, read_options
 from superb.transformers.fuse import parse_weights
@@ -259,6 +259,6 @@ def test_progress_bar_is_closed_when_a_query_fails(monkeypatch):
         return bar
 
     monkeypatch.setattr(r, "progress_bar", tracked)
-    with pytest.raises(RuntimeError, match="boom in q1"):
+    with pytest.raises(StageError, match=r"ReverseByLength|Broken.*raised RuntimeError: boom in q1"):
         r(three_queries())
     assert closed == [0]  # closed once, and no failed query counted as done

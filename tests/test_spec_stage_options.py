@@ -86,21 +86,22 @@ def docs_example() -> dict:
     code = section[section.index("```python") + len("```python"):section.index("```", section.index("```python") + 9)]
     namespace: dict = {"__name__": "docs_example"}
     exec(compile(code, "docs/spec.md", "exec"), namespace)  # noqa: S102 - our own documentation's example
+    namespace["__source__"] = code
     return namespace
 
 
-def test_the_docs_example_reranker_reads_its_options_from_its_constructor(nothing_opens, monkeypatch):
+def test_the_docs_example_reranker_reads_its_options_from_its_constructor(nothing_opens, monkeypatch, tmp_path):
     from superb.transformers import registry
     from superb.transformers.base import spec_options
 
     LengthPrior = docs_example()["LengthPrior"]
     assert {k: o.default for k, o in spec_options(LengthPrior).items()} == \
         {"order": "short", "min_chars": 1, "fields": None, "text_tokens": 64, "guard": False, "top_k": 20}
-    monkeypatch.setitem(registry.RERANKERS, "length_prior", registry.RerankerType("x:LengthPrior", llm=False, scores=True))
-    monkeypatch.setattr(registry, "reranker_class", lambda type_name, path="": LengthPrior)
+    (tmp_path / "my_methods.py").write_text(docs_example()["__source__"], encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the docs' file, in the user's folder: no edit to superb names it
     with pytest.raises(SpecError, match=r"^pipelines\[1\]\.rerank\[0\]\.order: expected one of \['short', 'long'\]"):
-        parse_spec(spec({"type": "length_prior", "order": "longest"}))
-    parse_spec(spec({"type": "length_prior", "order": "long", "top_k": 10, "fields": ["title"]}))
+        parse_spec(spec({"type": "my_methods.py:LengthPrior", "order": "longest"}))
+    parse_spec(spec({"type": "my_methods.py:LengthPrior", "order": "long", "top_k": 10, "fields": ["title"]}))
 
     class Titles:
         fields, prompt_fields, text_kind = ("title",), ("title",), "product"
@@ -108,7 +109,7 @@ def test_the_docs_example_reranker_reads_its_options_from_its_constructor(nothin
         def doc(self, docno):
             return {"title": "x" * int(docno)}
 
-    stage = registry.build_reranker({"type": "length_prior", "order": "long", "top_k": 10, "fields": ["title"]},
+    stage = registry.build_reranker({"type": "my_methods.py:LengthPrior", "order": "long", "top_k": 10, "fields": ["title"]},
                                     context=registry.BuildContext(dataset=Titles()), path="r")
     assert (stage.order, stage.min_chars, stage.top_k, stage.text.fields, stage.tag) == ("long", 1, 10, ("title",), "r")
     import asyncio

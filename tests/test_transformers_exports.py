@@ -11,8 +11,8 @@ from superb.transformers.registry import RERANKERS, reranker_class
 
 
 def test_every_registered_type_is_exported_by_its_class_name():
-    for type_name, record in RERANKERS.items():
-        name = record.path.partition(":")[2]
+    for type_name, path in RERANKERS.items():
+        name = path.partition(":")[2]
         assert name in st.__all__, type_name
         assert getattr(st, name) is reranker_class(type_name), type_name
     for helper in ("ProductText", "BuildContext", "build_reranker", "Reranker"):

@@ -18,13 +18,15 @@ from importlib import import_module
 from superb.transformers.registry import RERANKERS  # cheap: names and dotted paths, no reranker module is imported
 
 # every registered type's class, by its class name (derived from the registry, so a new type cannot be forgotten)
-_EXPORTS = {record.path.partition(":")[2]: record.path.partition(":")[0] for record in RERANKERS.values()}
+_EXPORTS = {path.partition(":")[2]: path.partition(":")[0] for path in RERANKERS.values()}
 _EXPORTS.update({
     "build_reranker": "registry",
     "BuildContext": "registry",
     "RERANKERS": "registry",
     "Reranker": "base",
     "Candidates": "base",
+    "TransformerStage": "transformer_stage",
+    "stage_facts": "registry",
     "ProductText": "superb.llm.text",
     "parse_permutation": "superb.llm.parsing",
 })

@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from superb.errors import SpecError
+from superb.errors import SpecError, StageError, SuperbError
 from superb.llm.batch import PendingRequest
 from superb.llm.runner import progress_bar, run_all
 from superb.llm.text import ProductText, clean
@@ -97,8 +97,11 @@ Text = Annotated[ProductText | None, Expand(ProductText)]
 class Reranker(pt.Transformer):
     """Reranks the top ``top_k`` candidates of each query with ``score``; see the module docstring for the contract."""
 
+    # What the type is, declared here for every stage type, built-in or plug-in (registry.StageFacts reads them):
     type_name = "reranker"  # the spec's `type` (names the tag and the score column); subclasses override
+    calls_llm = True  # False for rerankers that make no LLM call (the bi-encoder, the controls)
     needs_text = True  # False for rerankers that never read product text (Candidates.texts are then "")
+    writes_score = True  # keeps its raw score in a column of its own (<type>_score)
     # minmax's value when a query's input scores are all equal (order_values): it shifts every value of the query
     # alike, so the order does not depend on it up to rounding; the bi-encoder keeps 1.0, as its committed runs used
     blend_constant = 0.0
@@ -148,6 +151,17 @@ class Reranker(pt.Transformer):
     @classmethod
     def from_spec(cls, options: Mapping[str, Any], context: Any, path: str) -> "Reranker":
         return build_stage(cls, options, context, path)
+
+    @classmethod
+    def default_template(cls, options: Mapping[str, Any]) -> str | None:
+        """The prompt template (product form) a spec table of this type asks with when it names no ``template``; None
+        for a type without one. A passage data set gets the passage form (transformers.templates)."""
+        return None
+
+    def max_calls(self, n: int) -> int | None:
+        """The most LLM requests one query of ``n`` candidates can make (its worst case, from the algorithm: the
+        ceiling ``superb run --dry-run`` prints beside its estimate), or None when the type does not say."""
+        return 0 if not self.calls_llm else None
 
     # ---- the subclass hook -------------------------------------------------------------------------------------
     async def score(self, cands: Candidates) -> Sequence[float]:
@@ -244,9 +258,16 @@ class Reranker(pt.Transformer):
         )
 
     async def _checked_score(self, cands: Candidates) -> list[float]:
-        scores = [float(s) for s in await self.score(cands)]
+        try:
+            scores = [float(s) for s in await self.score(cands)]
+        except (SuperbError, PendingRequest):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug in score(), a plug-in's above all: named with its stage
+            raise StageError(f"{self.tag} (type {self.type_name!r}, {type(self).__name__}.score) raised "
+                             f"{type(exc).__name__}: {exc} on query {cands.qid!r}") from exc
         if len(scores) != len(cands):  # a programming error in the subclass, not bad model output
-            raise RuntimeError(f"{type(self).__name__}.score returned {len(scores)} scores for {len(cands)} candidates")
+            raise StageError(f"{self.tag} (type {self.type_name!r}): {type(self).__name__}.score returned {len(scores)} "
+                             f"scores for {len(cands)} candidates; it must return one per candidate")
         bad = [i for i, s in enumerate(scores) if not np.isfinite(s)]
         for i in bad:
             scores[i] = -np.inf  # non-finite scores sort last within the head; counted

@@ -112,6 +112,7 @@ class BiEncoderReranker(Reranker):
     The encoder loads on first use (not at construction), so building a pipeline stays cheap."""
 
     type_name = "biencoder"
+    calls_llm = False
     blend_constant = 1.0  # minmax of all-equal first-stage scores (base.Reranker.order_values), as ever
 
     def __init__(self, *, text: Text = None, top_k: TopK = 100, alpha: UnitFloat = 1.0, batch_size: PositiveInt = 32,

@@ -34,7 +34,8 @@ class BM25Rescore(Reranker):
     """Rescore the top_k by Terrier BM25 with the current ``query`` (see the module docstring)."""
 
     type_name = "bm25"
-    needs_text = False
+    calls_llm = needs_text = False
+    needs_documents = True  # scores each document from the data set's index
 
     def __init__(self, dataset: Any, *, top_k: TopK = 100, fields: FieldNames = None, k1: AsGiven = 1.2,
                  b: AsGiven = 0.75, tag: str = ""):

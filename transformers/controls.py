@@ -40,6 +40,7 @@ class Shuffle(pt.Transformer):
     """
 
     type_name = "shuffle"
+    calls_llm = needs_text = writes_score = False  # a permutation: no model, no text, no score of its own
 
     def __init__(self, seed: NonNegativeInt = 0, top_k: TopK = None):
         if top_k is not None and int(top_k) < 1:
@@ -81,7 +82,7 @@ class RandomReranker(Reranker):
     """
 
     type_name = "random"
-    needs_text = False
+    calls_llm = needs_text = False
 
     def __init__(self, seed: NonNegativeInt = 0, top_k: TopK = 20, tag: str = "", alpha: float = 1.0):
         super().__init__(None, top_k=top_k, tag=tag, alpha=alpha)

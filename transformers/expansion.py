@@ -82,6 +82,7 @@ class QueryExpansion(pt.Transformer):
     fallbacks of the module docstring."""
 
     type_name = "expand"
+    calls_llm, needs_text, writes_score = True, False, False  # rewrites the query; scores nothing
 
     def __init__(self, llm: Any, *, template: Annotated[str, template_name] = TEMPLATE, repeat: NonNegativeInt = 1,
                  samples: PositiveInt = 1, temperature: Annotated[float, _temperature] = 0.7,
@@ -165,6 +166,7 @@ class RestoreQuery(pt.Transformer):
     generated text kept in ``expansion``. Spec type ``reset`` (no LLM)."""
 
     type_name = "reset"
+    calls_llm = needs_text = writes_score = False
     stats: dict = {}
 
     def __repr__(self) -> str:

@@ -55,6 +55,7 @@ class Fuse(pt.Transformer):
     """
 
     type_name = "fuse"
+    calls_llm = needs_text = writes_score = False  # reads earlier stages' columns; fuse_score is not its own raw score
 
     def __init__(self, weights: Annotated[Mapping[str, float], parse_weights]):
         self.weights = parse_weights(weights, "weights")

@@ -57,6 +57,10 @@ class ListwiseReranker(Reranker):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(ranker={self.ranker!r}, top_k={self.top_k}, text={self.text!r})"
 
+    @classmethod
+    def default_template(cls, options: Mapping[str, Any]) -> str | None:
+        return DEFAULT_TEMPLATES.get(options.get("method", "generation"))
+
     def window_size(self) -> int | None:
         """The most products one call ranks (None: all of a query's list)."""
         return self.top_k

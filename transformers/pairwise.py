@@ -11,7 +11,7 @@ error: it is an abstention, counted, that leaves the prior order in place.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from superb.llm.comparator import PairwiseComparator, PromptTemplate
 from superb.llm.types import ChatRequest, Completion
@@ -45,6 +45,10 @@ class PairwiseReranker(Reranker):
     """
 
     type_name = "pairwise"
+
+    @classmethod
+    def default_template(cls, options: Mapping[str, Any]) -> str | None:
+        return DEFAULT_TEMPLATE
 
     def __init__(self, llm: Any = None, *, text: Text = None, top_k: TopK = 10,
                  strategy: OneOf(*STRATEGIES) = "allpairs", allow_neither: Flag = False, both_orders: Flag = False,

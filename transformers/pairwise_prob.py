@@ -79,6 +79,10 @@ class PairwiseProbReranker(Reranker):
 
     type_name = "pairwise_prob"
 
+    @classmethod
+    def default_template(cls, options: Mapping[str, Any]) -> str | None:
+        return DEFAULT_TEMPLATE
+
     def __init__(self, llm: Any = None, *, text: Text = None, top_k: TopK = 20,
                  strategy: OneOf(*STRATEGIES) = "allpairs", passes: PositiveInt = 10, select: PositiveInt = 10,
                  both_orders: Flag = True, template: TemplateName = None, tag: str = ""):

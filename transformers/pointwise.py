@@ -31,7 +31,7 @@ alone.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Mapping
 
 from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
 from superb.options import OneOf, PositiveInt, UnitFloat, one_of
@@ -90,6 +90,13 @@ class PointwiseReranker(Reranker):
         self.variant = variant
         self.template = load_template(template)
         self.max_new_tokens = int(max_new_tokens)
+
+    @classmethod
+    def default_template(cls, options: Mapping[str, Any]) -> str | None:
+        return TEMPLATES[options.get("variant") if options.get("variant") in TEMPLATES else "best"][0]
+
+    def max_calls(self, n: int) -> int:
+        return n  # one label request per candidate
 
     def __repr__(self) -> str:
         return (f"PointwiseReranker(variant={self.variant!r}, template={self.template.id!r}, alpha={self.alpha}, "

@@ -1,65 +1,130 @@
-"""Spec ``type`` -> reranker class, and ``build_reranker``.
+"""Spec ``type`` -> stage class, the facts of each type, and ``build_reranker``.
 
-Each class is named by a dotted path ("module:Class") and imported only when a spec asks for it, so that importing
-``superb.transformers`` stays cheap and a reranker with an optional backend fails only when it is used. Every class
-exposes ``from_spec(options: dict, context: BuildContext, path: str) -> pt.Transformer``.
+A type is one of superb's own (:data:`RERANKERS`), a short name an installed package registers (entry-point group
+``superb.rerankers``) or "module:Class" / "file.py:Class" (superb.transformers.plugins): all three are built and
+described the same way. Each class is imported only when a spec asks for it, so that importing
+``superb.transformers`` stays cheap and a reranker with an optional backend fails only when it is used. A stage class
+exposes ``from_spec(options: dict, context: BuildContext, path: str) -> pt.Transformer`` (the base class's reads the
+options its constructor declares); any other pt.Transformer class or factory runs inside TransformerStage.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from superb.errors import SpecError
+from superb.errors import SpecError, SuperbError
+from superb.transformers import plugins
 
-@dataclass(frozen=True)
-class RerankerType:
-    """One spec ``type``: its class ("module:Class", imported when used), whether it calls the LLM, and whether it
-    writes a raw-score column of its own (``<type>_score``, or ``<stage>_score`` when the spec names the stage) that a
-    later ``fuse`` can weight. A ``fuse`` writes none of its own; ``shuffle``, ``expand`` and ``reset`` score nothing."""
-
-    path: str
-    llm: bool
-    scores: bool
-
-
-RERANKERS: dict[str, RerankerType] = {
-    "pointwise": RerankerType("superb.transformers.pointwise:PointwiseReranker", llm=True, scores=True),
-    "deliberated": RerankerType("superb.transformers.deliberated:DeliberatedReranker", llm=True, scores=True),
-    "listwise": RerankerType("superb.transformers.listwise:ListwiseReranker", llm=True, scores=True),
-    "sliding": RerankerType("superb.transformers.sliding:SlidingWindowReranker", llm=True, scores=True),
-    "shuffle": RerankerType("superb.transformers.controls:Shuffle", llm=False, scores=False),
-    "random": RerankerType("superb.transformers.controls:RandomReranker", llm=False, scores=True),
-    "pairwise": RerankerType("superb.transformers.pairwise:PairwiseReranker", llm=True, scores=True),
-    "rubric": RerankerType("superb.transformers.rubric:RubricReranker", llm=True, scores=True),
-    "biencoder": RerankerType("superb.transformers.biencoder:BiEncoderReranker", llm=False, scores=True),
+#: superb's own stage types: spec ``type`` -> "module:Class", imported when a spec names it. What each type is (does it
+#: call the LLM, read the documents' text, keep a score column, which prompt it asks by default) is declared on its
+#: class, as a plug-in's is (:class:`StageFacts`).
+RERANKERS: dict[str, str] = {
+    "pointwise": "superb.transformers.pointwise:PointwiseReranker",
+    "deliberated": "superb.transformers.deliberated:DeliberatedReranker",
+    "listwise": "superb.transformers.listwise:ListwiseReranker",
+    "sliding": "superb.transformers.sliding:SlidingWindowReranker",
+    "shuffle": "superb.transformers.controls:Shuffle",
+    "random": "superb.transformers.controls:RandomReranker",
+    "pairwise": "superb.transformers.pairwise:PairwiseReranker",
+    "rubric": "superb.transformers.rubric:RubricReranker",
+    "biencoder": "superb.transformers.biencoder:BiEncoderReranker",
     # small-model rerankers that read label probabilities (issue 8), and score fusion
-    "pairwise_prob": RerankerType("superb.transformers.pairwise_prob:PairwiseProbReranker", llm=True, scores=True),
-    "setwise": RerankerType("superb.transformers.setwise:SetwiseReranker", llm=True, scores=True),
-    "fuse": RerankerType("superb.transformers.fuse:Fuse", llm=False, scores=False),
+    "pairwise_prob": "superb.transformers.pairwise_prob:PairwiseProbReranker",
+    "setwise": "superb.transformers.setwise:SetwiseReranker",
+    "fuse": "superb.transformers.fuse:Fuse",
     # query rewriting (issue 26): LLM expansion, the query restored, and BM25 rescoring with the rewritten query
-    "expand": RerankerType("superb.transformers.expansion:QueryExpansion", llm=True, scores=False),
-    "reset": RerankerType("superb.transformers.expansion:RestoreQuery", llm=False, scores=False),
-    "bm25": RerankerType("superb.transformers.bm25_rescore:BM25Rescore", llm=False, scores=True),
+    "expand": "superb.transformers.expansion:QueryExpansion",
+    "reset": "superb.transformers.expansion:RestoreQuery",
+    "bm25": "superb.transformers.bm25_rescore:BM25Rescore",
 }
 
 
+@dataclass(frozen=True)
+class StageFacts:
+    """What a stage type is, read from its class (built-in and plug-in alike), each with a default for a class that
+    does not say: ``calls_llm`` (class attribute; default: its constructor takes ``llm``), ``needs_text`` (it reads
+    the documents' text; default True), ``writes_score`` (it keeps a raw-score column ``<name>_score`` of its own;
+    default True), ``name`` (the class's ``type_name``: names that column and the requests' tag; a plug-in without
+    one gets its attribute's name in snake_case), ``needs_documents`` (it reads the data set's entry of each document:
+    its text, or its index entry; default ``needs_text``) and ``default_template`` (``cls.default_template(options)``: the
+    prompt a stage table asks with when it names none, the product form; None for a type without a prompt)."""
+
+    cls: Any
+    kind: str  # "stage" (from_spec), "transformer" or "factory" (run inside TransformerStage)
+    calls_llm: bool
+    needs_text: bool
+    writes_score: bool
+    name: str
+    plugin: Any = None
+    needs_documents: bool = True  # reads the data set's documents (their text, or their index entry: ``bm25``)  # plugins.PluginRef for a type from outside superb
+
+    def default_template(self, options: Mapping[str, Any]) -> str | None:
+        method = getattr(self.cls, "default_template", None) if self.kind == "stage" else None
+        return method(options) if callable(method) else None
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.split(".")[-1]).lower()
+
+
+def _facts(obj: Any, kind: str, type_name: str, plugin: Any) -> StageFacts:
+    declared = obj.__dict__.get("type_name") if isinstance(obj, type) else None
+    if plugin is None:
+        name = declared or type_name
+    else:  # a plug-in's own type_name, else its entry-point name, else its attribute's name in snake_case
+        name = declared or (type_name if ":" not in type_name else _snake(getattr(obj, "__name__", "stage")))
+    init = obj.__init__ if kind == "stage" else obj
+    takes_llm = "llm" in inspect.signature(init).parameters
+    writes = bool(getattr(obj, "writes_score", True)) if kind == "stage" else True
+    text = bool(getattr(obj, "needs_text", True))
+    return StageFacts(obj, kind, bool(getattr(obj, "calls_llm", takes_llm)), text, writes, name, plugin,
+                      bool(getattr(obj, "needs_documents", text)))
+
+
+def stage_facts(type_name: str, path: str = "") -> StageFacts:
+    """The facts of the stage type a spec names (importing its class now): superb's own type, an entry point of
+    group ``superb.rerankers``, or "module:Attr" (superb.transformers.plugins). SpecError at ``path.type`` for a
+    name that is none of these."""
+    if not isinstance(type_name, str) or not type_name:
+        raise SpecError(f"{path}.type" if path else "type", f"expected a type name, got {type_name!r}; one of "
+                                                            f"{sorted(RERANKERS)} or \"module:Class\"")
+    if type_name in RERANKERS:
+        module, _, name = RERANKERS[type_name].partition(":")
+        return _facts(getattr(importlib.import_module(module), name), "stage", type_name, None)
+    obj, ref = plugins.load(type_name, path)
+    if obj is None:
+        installed = sorted(plugins.entry_points())
+        raise SpecError(f"{path}.type" if path else "type",
+                        f"unknown reranker type {type_name!r}; known types: {sorted(RERANKERS)}"
+                        + (f", installed plug-ins: {installed}" if installed else "")
+                        + "; or name your own class as \"module:Class\" or \"file.py:Class\" (docs/extending.md)")
+    return _facts(obj, plugins.kind_of(obj, type_name, path), type_name, ref)
+
+
 def needs_llm(type_name: Any) -> bool:
-    """Whether a stage of this type calls the LLM (an unknown type counts as one; building it fails later)."""
-    record = RERANKERS.get(type_name) if isinstance(type_name, str) else None
-    return record is None or record.llm
+    """Whether a stage of this type calls the LLM (a type that cannot be resolved counts as one; the spec check
+    refuses it with its reason)."""
+    try:
+        return stage_facts(type_name).calls_llm
+    except SpecError:
+        return True
 
 
 def score_column(options: Mapping[str, Any]) -> str | None:
     """The raw-score column a spec stage table writes (``<stage>_score`` when it names its stage, else
-    ``<type>_score``), or None for a type that scores nothing of its own (or an unknown type)."""
-    type_name = options.get("type")
-    record = RERANKERS.get(type_name) if isinstance(type_name, str) else None
-    if record is None or not record.scores:
+    ``<type>_score``), or None for a type that scores nothing of its own (or a type that cannot be resolved)."""
+    try:
+        facts = stage_facts(options.get("type"))
+    except SpecError:
+        return None
+    if not facts.writes_score:
         return None
     stage = options.get("stage")
-    return f"{stage if isinstance(stage, str) and stage else type_name}_score"
+    return f"{stage if isinstance(stage, str) and stage else facts.name}_score"
 
 
 def score_columns(options: Mapping[str, Any]) -> list[str]:
@@ -82,28 +147,42 @@ class BuildContext:
     seed: int = 0
 
 
-def reranker_class(type_name: str, path: str = "") -> type:
-    """The class registered for ``type_name``, imported now."""
-    if type_name not in RERANKERS:
-        raise SpecError(f"{path}.type" if path else "type",
-                        f"unknown reranker type {type_name!r}; known types: {sorted(RERANKERS)}")
-    module, _, name = RERANKERS[type_name].path.partition(":")
-    return getattr(importlib.import_module(module), name)
+def reranker_class(type_name: str, path: str = "") -> Any:
+    """The class (or factory) a spec ``type`` names, imported now (:func:`stage_facts`)."""
+    return stage_facts(type_name, path).cls
 
 
 def build_reranker(options: Mapping[str, Any], *, context: BuildContext, path: str = "rerank"):
-    """Build the reranker a spec table describes, e.g. ``{"type": "pointwise", "top_k": 20}``. Every reranking type
-    takes ``stage = "NAME"``: its raw-score column is ``NAME_score`` instead of ``<type>_score``, so two stages of one
-    type (e.g. two pointwise prompts) keep both columns for a later ``fuse``."""
+    """Build the stage a spec table describes, e.g. ``{"type": "pointwise", "top_k": 20}`` or ``{"type":
+    "my_methods:ThreeGrade"}``. Every reranking type takes ``stage = "NAME"``: its raw-score column is ``NAME_score``
+    instead of ``<type>_score``, so two stages of one type (e.g. two pointwise prompts) keep both columns for a later
+    ``fuse``."""
     if not isinstance(options, Mapping):
         raise SpecError(path, f"expected a table with a 'type' key, got {type(options).__name__}")
     if "type" not in options:
-        raise SpecError(f"{path}.type", f"missing; one of {sorted(RERANKERS)}")
+        raise SpecError(f"{path}.type", f"missing; one of {sorted(RERANKERS)} or \"module:Class\"")
     options = dict(options)
     stage = options.pop("stage", None)
-    reranker = reranker_class(options["type"], path).from_spec(options, context, path)
+    facts = stage_facts(options["type"], path)
+    try:
+        if facts.kind == "stage":
+            reranker = facts.cls.from_spec(options, context, path)
+        else:
+            from superb.transformers.plugin_build import build_transformer_stage
+
+            reranker = build_transformer_stage(facts, options, context, path)
+    except Exception as exc:  # noqa: BLE001 - a plug-in's constructor error is reported at its stage, never raw
+        if facts.plugin is None or isinstance(exc, SuperbError) or context.llm is _NO_LLM:
+            raise
+        raise SpecError(path, f"building {options['type']!r} failed: {type(exc).__name__}: {exc}") from None
+    if facts.plugin is not None:
+        reranker.plugin = facts.plugin  # provenance.json records where a type from outside superb came from
+        if getattr(reranker, "type_name", None) in (None, "reranker"):
+            reranker.type_name = facts.name
+            if getattr(reranker, "tag", None) in (None, "", "reranker"):
+                reranker.tag = path
     if stage is not None:
-        if not RERANKERS[options["type"]].scores:
+        if not facts.writes_score:
             raise SpecError(f"{path}.stage", f"a {options['type']} stage keeps no score column of its own to name; "
                                              "remove 'stage'")
         if not isinstance(stage, str) or not stage.isidentifier():
@@ -111,6 +190,20 @@ def build_reranker(options: Mapping[str, Any], *, context: BuildContext, path: s
                                              f"{stage!r}: the stage's score column becomes <stage>_score")
         reranker.stage = stage
     return reranker
+
+
+def plugin_records(pipelines: Any) -> dict[str, dict[str, Any]]:
+    """Where each stage type from outside superb that ``pipelines`` (a spec's PipelineSpecs) names came from, by key
+    path: for provenance.json (the module, and the file's sha256 or the distribution's version)."""
+    found: dict[str, dict[str, Any]] = {}
+    for p in pipelines:
+        for j, stage in enumerate(p.rerank):
+            type_name = stage.get("type")
+            if isinstance(type_name, str) and type_name not in RERANKERS:
+                ref = stage_facts(type_name, f"{p.path}.rerank[{j}]").plugin
+                if ref is not None:
+                    found[f"{p.path}.rerank[{j}]"] = ref.record()
+    return found
 
 
 class _Unopened:

@@ -67,6 +67,10 @@ class SetwiseReranker(Reranker):
 
     type_name = "setwise"
 
+    @classmethod
+    def default_template(cls, options: Mapping[str, Any]) -> str | None:
+        return DEFAULT_TEMPLATE
+
     def __init__(self, llm: Any = None, *, text: Text = None, top_k: TopK = 20, strategy: OneOf(*STRATEGIES) = "heap",
                  set_size: PositiveInt = 3, select: PositiveInt = 10, debias: Flag = False, calibrate: Flag = False,
                  template: TemplateName = None, tag: str = ""):

@@ -26,6 +26,8 @@ from typing import Any
 
 import pandas as pd
 
+from superb.errors import SpecError
+from superb.transformers.registry import stage_facts
 from superb.judges.fill.inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE,
                                        Folder, FillOptions)
 from superb.atomic import replacing
@@ -200,23 +202,18 @@ def _write_text(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-#: each reranker type's default template (per variant for pointwise), for the circularity check
-_DEFAULT_TEMPLATES = {"pointwise": "pointwise_best", "listwise": "listwise_rankgpt", "sliding": "listwise_rankgpt",
-                      "setwise": "setwise_best", "pairwise_prob": "pairwise_ab", "pairwise": "pairwise_compare"}
-
-
 def stage_templates(spec: Any) -> set[str]:
-    """The prompt templates (names) the spec's LLM stages use: each stage's ``template``, else its type's default."""
+    """The prompt templates (names) the spec's LLM stages use: each stage's ``template``, else its type's default
+    (declared by the type: superb.transformers.registry.StageFacts.default_template)."""
     out: set[str] = set()
     for p in spec.pipelines:
         for stage in p.rerank:
-            kind = stage.get("type")
             name = stage.get("template")
-            if name is None and kind == "pointwise":
-                name = "pointwise_yesno" if stage.get("variant") == "yesno" else "pointwise_best"
-            elif name is None and kind in ("listwise", "sliding") and stage.get("method") == "likelihood":
-                name = "listwise_first"
-            name = name or _DEFAULT_TEMPLATES.get(str(kind))
+            if name is None:
+                try:
+                    name = stage_facts(stage.get("type")).default_template(stage)
+                except SpecError:  # a plug-in that is not importable here: it names no default prompt
+                    name = None
             if name:
                 out.add(str(name))
     return out
