@@ -56,6 +56,7 @@ import pandas as pd
 import pyterrier as pt
 
 from superb.errors import SpecError, StageError, SuperbError
+from superb.llm import answers
 from superb.llm.batch import PendingRequest
 from superb.llm.runner import progress_bar, run_all
 from superb.llm.text import ProductText, clean
@@ -187,6 +188,24 @@ class Reranker(pt.Transformer):
         if comp.from_cache:
             self.stats["from_cache"] += 1
         return comp
+
+    def read_score(self, reader: Any, comp: Completion, failed: float = 0.0) -> float:
+        """A one-token answer as a score, read by ``reader`` (superb.llm.answers: YesProbability, ExpectedGrade), every
+        fallback counted: a failed call -> ``failed`` (``fallback_failed_call``); no probabilities, the written
+        answer read (``fallback_parsed_label``); nothing readable -> 0 (``fallback_unparsed``); the label found after
+        the first generated token is counted too (``label_after_first_token``)."""
+        reading = reader.read(comp)
+        if reading.source == answers.FAILED:
+            self.stats["fallback_failed_call"] += 1
+            return failed
+        if reading.source == answers.UNPARSED:
+            self.stats["fallback_unparsed"] += 1
+            return 0.0
+        if reading.source == answers.TEXT:
+            self.stats["fallback_parsed_label"] += 1
+        elif reading.position > 0:
+            self.stats["label_after_first_token"] += 1
+        return reading.value
 
     def run_all(self, coros: list) -> list:
         """Run one coroutine per query concurrently (superb.llm.runner.run_all); a progress bar advances as each

@@ -38,12 +38,12 @@ from superb.llm.ideal import NO_ATTRIBUTES
 from superb.llm.types import ChatRequest, Completion
 from superb.options import OneOf, PositiveInt
 from superb.transformers.base import Candidates, Reranker
-from superb.llm.parsing import (
-    LABEL_TOKENS, YES_NO_TOKENS, first_distribution, parse_confidence, parse_label, parse_yes_no,
-)
+from superb.llm.answers import ExpectedGrade, YesProbability, stated_confidence
 from superb.llm.prompts import load_template
 
 CONFIDENCE_MODES = ("logprobs", "stated")
+GRADES = ExpectedGrade(text="lenient")  # the 0-3 grade: the most probable, or the first grade digit written
+CHECKLIST, YES_NO = ExpectedGrade(scale=3.0, text="lenient"), YesProbability()
 LABELS = {"grade": "deliberated_label", "yesno": "deliberated_yesno", "checklist": "deliberated_checklist"}
 
 
@@ -127,25 +127,9 @@ class DeliberatedReranker(Reranker):
         return [label + confidence / 2.0 for label, confidence in map(self.read, comps)]
 
     def read_probability(self, comp: Completion) -> float:
-        """question "yesno": P(yes); question "checklist": expected grade / 3 (both in [0, 1]), with counted fallbacks."""
-        if comp.failed:
-            self.stats["fallback_failed_call"] += 1
-            return 0.0
-        vocab = YES_NO_TOKENS if self.question == "yesno" else LABEL_TOKENS
-        dist, _ = first_distribution(comp.logprobs, vocab)
-        if dist is not None:
-            return dist.get(True, 0.0) if self.question == "yesno" else sum(g * p for g, p in dist.items()) / 3.0
-        if self.question == "yesno":
-            answer = parse_yes_no(comp.text)
-            value = None if answer is None else float(answer)
-        else:
-            grade = parse_label(comp.text)
-            value = None if grade is None else grade / 3.0
-        if value is None:
-            self.stats["fallback_unparsed"] += 1
-            return 0.0
-        self.stats["fallback_parsed_label"] += 1
-        return value
+        """question "yesno": P(yes); question "checklist": expected grade / 3 (both in [0, 1]), with counted fallbacks
+        (Reranker.read_score)."""
+        return self.read_score(YES_NO if self.question == "yesno" else CHECKLIST, comp)
 
     def read(self, comp: Completion) -> tuple[int, float]:
         """(grade, confidence) of one completion, with counted fallbacks."""
@@ -153,19 +137,18 @@ class DeliberatedReranker(Reranker):
             self.stats["fallback_failed_call"] += 1
             return 0, 0.0
         if self.confidence == "logprobs":
-            dist, _ = first_distribution(comp.logprobs, LABEL_TOKENS)
-            if dist is not None:
-                label = max(dist, key=lambda k: (dist[k], -k))  # most probable; a tie goes to the lower grade
-                return label, dist[label]
-        label = parse_label(comp.text)
+            most = GRADES.most_probable(comp)
+            if most is not None:
+                return most
+        label = GRADES.from_text(comp.text)
         if label is None:
             self.stats["fallback_unparsed"] += 1
             return 0, 0.0
         if self.confidence == "logprobs":
             self.stats["fallback_parsed_label"] += 1
-            return label, 0.0
-        stated = parse_confidence(comp.text)
+            return int(label), 0.0
+        stated = stated_confidence(comp.text)
         if stated is None:
             self.stats["confidence_missing"] += 1
-            return label, 0.0
-        return label, stated
+            return int(label), 0.0
+        return int(label), stated

@@ -37,13 +37,8 @@ from superb.llm.types import LABEL_MAX_TOKENS, ChatRequest, Completion
 from superb.options import OneOf, PositiveInt, UnitFloat, one_of
 from superb.transformers.base import Candidates, Reranker, text_dataset
 from superb.transformers.templates import stage_template
-from superb.llm.parsing import (
-    LABEL_TOKENS,
-    YES_NO_TOKENS,
-    first_distribution,
-    parse_label,
-    parse_yes_no,
-)
+from superb.llm.answers import ExpectedGrade, YesProbability
+from superb.llm.question import LabelQuestion
 from superb.llm.prompts import is_file_ref, load_template, template_name
 
 VARIANTS = ("best", "yesno")
@@ -90,6 +85,8 @@ class PointwiseReranker(Reranker):
         self.variant = variant
         self.template = load_template(template)
         self.max_new_tokens = int(max_new_tokens)
+        reader = ExpectedGrade(scale=3.0, text="lenient") if variant == "best" else YesProbability()
+        self.question = LabelQuestion(self.template, reader, max_tokens=self.max_new_tokens, tag=self.tag)
 
     @classmethod
     def default_template(cls, options: Mapping[str, Any]) -> str | None:
@@ -103,35 +100,12 @@ class PointwiseReranker(Reranker):
                 f"top_k={self.top_k}, text={self.text!r})")
 
     def request(self, query: str, product: str) -> ChatRequest:
-        prompt = self.template.render(query=query, product=product)
-        return ChatRequest.label(prompt, template=self.template.id, max_tokens=self.max_new_tokens, tag=self.tag)
+        return self.question.request(query, product, tag=self.tag)
 
     async def score(self, cands: Candidates) -> list[float]:
         comps = await asyncio.gather(*(self.complete(self.request(cands.query, t)) for t in cands.texts))
         return [self.read(c) for c in comps]
 
     def read(self, comp: Completion) -> float:
-        """The LLM score in [0, 1] of one completion (with counted fallbacks)."""
-        if comp.failed:
-            self.stats["fallback_failed_call"] += 1
-            return 0.0
-        vocab = LABEL_TOKENS if self.variant == "best" else YES_NO_TOKENS
-        dist, at = first_distribution(comp.logprobs, vocab)
-        if dist is not None:
-            if at > 0:
-                self.stats["label_after_first_token"] += 1
-            if self.variant == "best":
-                return sum(label * p for label, p in dist.items()) / 3.0
-            return dist.get(True, 0.0)
-        if self.variant == "best":
-            label = parse_label(comp.text)
-            value = None if label is None else label / 3.0
-        else:
-            answer = parse_yes_no(comp.text)
-            value = None if answer is None else float(answer)
-        if value is None:
-            self.stats["fallback_unparsed"] += 1
-            return 0.0
-        self.stats["fallback_parsed_label"] += 1
-        return value
-
+        """The LLM score in [0, 1] of one completion (with counted fallbacks: Reranker.read_score)."""
+        return self.read_score(self.question.reader, comp)

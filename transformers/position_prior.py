@@ -25,7 +25,7 @@ import dataclasses
 import weakref
 from typing import Any, Callable, Sequence
 
-from superb.llm.preference import Choice, read_choice
+from superb.llm.answers import Choice, read_choice
 from superb.llm.types import ChatRequest
 
 FILLER = "N/A"

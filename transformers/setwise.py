@@ -32,8 +32,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Mapping, Sequence
 
-from superb.llm.parsing import LETTERS
-from superb.llm.preference import Choice, count_choice, read_choice
+from superb.llm.answers import LETTERS, Choice, read_choice
+from superb.llm.preference import count_choice
 from superb.llm.prompts import TemplateName
 from superb.llm.prompts import load_template
 from superb.llm.types import ChatRequest

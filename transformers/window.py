@@ -28,8 +28,8 @@ import asyncio
 import zlib
 from typing import Any, Sequence
 
-from superb.llm.parsing import LETTERS, parse_permutation
-from superb.llm.preference import count_choice, read_choice
+from superb.llm.answers import LETTERS, permutation, read_choice
+from superb.llm.preference import count_choice
 from superb.llm.prompts import load_template
 from superb.llm.types import ChatRequest
 from superb.transformers.position_prior import PositionPrior
@@ -59,7 +59,7 @@ class GenerationRanker:
         if comp.failed:
             owner.stats["fallback_failed_call"] += 1
             return list(range(len(texts)))
-        order, repairs = parse_permutation(comp.text, len(texts))
+        order, repairs = permutation(comp.text, len(texts))
         for kind, count in repairs.items():
             owner.stats[f"repair_{kind}"] += count
         if repairs:

@@ -4,7 +4,7 @@ Modules (import what you need; nothing heavy is imported here):
 
   agreement       exact agreement, Cohen's kappa (unweighted/linear/quadratic), Fleiss' kappa, confusion matrices,
                   per-label precision/recall, the human ceiling, pairwise precision/recall (pure numpy/pandas)
-  records         Judgment records, qrels and JSON-lines I/O (answers are parsed by superb.llm.parsing.parse_grade)
+  records         Judgment records, qrels and JSON-lines I/O (answers are read by superb.llm.answers)
   judge           PointwiseJudge, DeliberatedJudge, ListwiseJudge, PairwiseJudge; build_judge(options, ...)
   scoring         judges that SCORE pairs from label probabilities (expected grade, P(yes)); presets superb_product,
                   superb, umbrela, yesno_product, yesno, deliberated; requests identical to the rerankers'

@@ -36,7 +36,7 @@ from superb.errors import SpecError
 from superb.judges.ideal_step import IdealFirst
 from superb.judges.records import DEFAULT, FAILED, OK, Judgment
 from superb.llm import ideal
-from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
+from superb.llm.answers import grade_probabilities, graded_list, written_grade
 from superb.llm.runner import progress_bar, run_all  # noqa: F401  (benchmark, studies.pairwise import run_all here)
 from superb.llm.prompts import TemplateRef, load_template
 from superb.llm.types import ChatRequest, Completion
@@ -111,10 +111,10 @@ class Judge:
         self.stats["calls"] += 1
         if completion.failed:
             return self._default(qid, docno, completion.error or "", template, failed=True)
-        label = parse_grade(completion.text, self.labels)
+        label = written_grade(completion.text, self.labels)
         if label is None:
             return self._default(qid, docno, completion.text, template, failed=False)
-        dist = grade_distribution(completion.logprobs, self.labels)
+        dist = grade_probabilities(completion, self.labels)
         if dist is None:
             self.stats["no_logprobs"] += 1
         return Judgment(qid, docno, label, None if dist is None else dist[label], completion.text, template, OK)
@@ -193,7 +193,7 @@ class ListwiseJudge(Judge):
             if c.failed:
                 out.extend(self._default(qid, d, c.error or "", self.template.id, failed=True) for d in chunk)
                 continue
-            grades, counts = parse_listwise(c.text, len(chunk), self.labels)
+            grades, counts = graded_list(c.text, len(chunk), self.labels)
             for key, value in counts.items():
                 self.stats[f"listwise_{key}"] += value
             for i, d in enumerate(chunk, 1):

@@ -43,7 +43,8 @@ from superb.judges.judge import progress_bar, query_groups, run_all
 from superb.judges.records import DEFAULT as DEFAULT_STATUS, FAILED as FAILED_STATUS, Judgment, OK as OK_STATUS
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
-from superb.llm.parsing import YES_NO_TOKENS, first_distribution, parse_grade, parse_yes_no
+from superb.llm.answers import PROBABILITIES, UNPARSED, ExpectedGrade, YesProbability
+from superb.llm.question import LabelQuestion
 from superb.llm.prompts import TemplateRef, load_template, template_name
 from superb.llm.text import ProductText
 from superb.llm.types import ChatRequest, Completion
@@ -55,46 +56,7 @@ MISSING_ERROR = DRY_RUN_ERROR  # the error of the failed Completion a cache-only
 SCORE_COLUMNS = ["qid", "docno", "score", "status"]
 
 
-# --- readings ------------------------------------------------------------------------------------------------------
-class ExpectedGrade:
-    """Score = expected grade under the renormalised grade-token distribution (see the module docstring)."""
-
-    name = "expected_grade"
-
-    def __init__(self, labels: Sequence[int] = (0, 1, 2, 3)):
-        self.labels = tuple(int(x) for x in labels)
-        self.vocabulary = {str(x): x for x in self.labels}
-        self.low, self.high = float(min(self.labels)), float(max(self.labels))
-
-    def __repr__(self) -> str:
-        return f"ExpectedGrade(labels={self.labels})"
-
-    def from_distribution(self, dist: Mapping[Any, float]) -> float:
-        return float(sum(float(g) * p for g, p in dist.items()))
-
-    def from_text(self, text: str) -> float | None:
-        grade = parse_grade(text, self.labels)
-        return None if grade is None else float(grade)
-
-
-class YesProbability:
-    """Score = P(yes) renormalised over {yes, no} (see the module docstring)."""
-
-    name = "p_yes"
-    vocabulary = YES_NO_TOKENS
-    low, high = 0.0, 1.0
-
-    def __repr__(self) -> str:
-        return "YesProbability()"
-
-    def from_distribution(self, dist: Mapping[Any, float]) -> float:
-        return float(dist.get(True, 0.0))
-
-    def from_text(self, text: str) -> float | None:
-        answer = parse_yes_no(text)
-        return None if answer is None else float(answer)
-
-
+# --- readings: superb.llm.answers, the one module of answer readers (the rerankers read with the same classes) ---
 READINGS = {"expected_grade": ExpectedGrade, "p_yes": YesProbability}
 ReadingRef = Annotated[Any, one_of(*READINGS)]  # a reading's name in a spec (READINGS); from Python also the object
 
@@ -132,6 +94,7 @@ class ScoringJudge:
         self.text = ProductText(dataset, fields=fields, text_tokens=text_tokens)
         self.name = name or self.template.name
         self.tag = tag or f"judge:{self.name}"
+        self.question = LabelQuestion(self.template, self.reading, tag=self.tag)  # the pointwise reranker's request
         self.stats: Counter[str] = Counter()
 
     def __repr__(self) -> str:
@@ -142,8 +105,7 @@ class ScoringJudge:
 
     def request(self, query: str, docno: str, **variables: Any) -> ChatRequest:
         """The label request for one pair (the pointwise reranker's request for the same prompt)."""
-        prompt = self.template.render(query=query, product=self.text.get(docno, self.stats), **variables)
-        return ChatRequest.label(prompt, template=self.template.id, tag=self.tag)
+        return self.question.request(query, self.text.get(docno, self.stats), tag=self.tag, **variables)
 
     def read(self, qid: str, docno: str, completion: Completion) -> Scored:
         """A Scored record from one completion, with the counted fallbacks of the module docstring."""
@@ -153,15 +115,14 @@ class ScoringJudge:
             status = MISSING if completion.error == MISSING_ERROR else FAILED
             self.stats["missing" if status == MISSING else "failed_calls"] += 1
             return Scored(qid, docno, None, status, completion.error or "", tid)
-        dist, _ = first_distribution(completion.logprobs or (), self.reading.vocabulary)
-        if dist is not None:
-            return Scored(qid, docno, self.reading.from_distribution(dist), OK, completion.text, tid)
-        value = self.reading.from_text(completion.text)
-        if value is None:
+        reading = self.question.read(completion)
+        if reading.source == PROBABILITIES:
+            return Scored(qid, docno, reading.value, OK, completion.text, tid)
+        if reading.source == UNPARSED:
             self.stats["unparseable"] += 1
             return Scored(qid, docno, None, UNPARSEABLE, completion.text, tid)
         self.stats["fallback_parsed"] += 1
-        return Scored(qid, docno, value, PARSED, completion.text, tid)
+        return Scored(qid, docno, reading.value, PARSED, completion.text, tid)
 
     async def ascore_query(self, qid: str, query: str, docnos: Sequence[str]) -> list[Scored]:
         async def one(docno: str) -> Scored:

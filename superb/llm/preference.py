@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
-from superb.llm.parsing import LETTERS, first_letter_distribution, parse_letter
+from superb.llm.answers import LETTERS, Choice, read_choice  # noqa: F401 - the readers of a lettered answer live there
 from superb.llm.prompts import load_template
 from superb.llm.text import clean
 from superb.llm.types import ChatRequest, Completion
@@ -46,44 +46,6 @@ FALLBACK_STATS = {"generated": "fallback_generated_letter", "no_label": "fallbac
 
 class AsyncLLM(Protocol):
     async def acomplete(self, request: ChatRequest) -> Completion: ...
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What one label request said about options labelled ``letters[:n]``.
-
-    ``dist``: probability per option, in label order (renormalised over the option letters; an option whose letter is
-    not among the top logprobs gets 0), or None when there is no answer. ``source``: "logprobs", "generated" (no
-    logprobs: the generated letter, one-hot), "no_label" or "failed". ``mass``: the probability the option letters held
-    among the top logprobs before renormalisation (1.0 for a generated letter, 0.0 without an answer).
-    """
-
-    dist: tuple[float, ...] | None
-    source: str
-    mass: float = 0.0
-    text: str = ""
-
-    @property
-    def answered(self) -> bool:
-        return self.dist is not None
-
-
-def read_choice(comp: Completion, n: int, letters: Sequence[str] = LETTERS) -> Choice:
-    """The distribution over ``n`` lettered options that a one-token completion gives (see ``Choice``)."""
-    if not 1 <= n <= len(letters):
-        raise ValueError(f"read_choice: n must be between 1 and {len(letters)} (the letters available), got {n}")
-    options = tuple(letters[:n])
-    if comp.failed:
-        return Choice(None, "failed", 0.0, comp.error or "")
-    if comp.logprobs:
-        dist, mass = first_letter_distribution(comp.logprobs, options)
-        if dist is None:
-            return Choice(None, "no_label", 0.0, comp.text)
-        return Choice(tuple(dist[x] for x in options), "logprobs", mass, comp.text)
-    letter = parse_letter(comp.text, options)
-    if letter is None:
-        return Choice(None, "no_label", 0.0, comp.text)
-    return Choice(tuple(1.0 if x == letter else 0.0 for x in options), "generated", 1.0, comp.text)
 
 
 def count_choice(stats: Counter, choice: Choice) -> None:
