@@ -1,0 +1,29 @@
+"""The public extension API: everything superb's own rerankers use, for a method of your own (docs/extending.md).
+
+A reranker is a :class:`Reranker` subclass (a ``pt.Transformer``) with ``async def score(self, cands)``; it declares
+its spec options in its constructor (``Annotated[T, parser]``: :data:`PositiveInt`, :func:`OneOf`, ...), asks the
+LLM through ``await self.complete(request)`` (the response cache, usage and fallback counting, dry runs and shipped
+answers come with it), builds its requests with :class:`LabelQuestion` or :class:`ChatRequest` on a template of its
+own (:func:`load_template`: a ``.j2`` file, whose name and fingerprint name the requests), and reads the answers with
+the readers every built-in reranker and judge uses (:mod:`superb.llm.answers`). A spec names it by ``"file.py:Class"``
+or ``"module:Class"``, or an installed package registers a short name in the entry-point group ``superb.rerankers``.
+Any other ``pt.Transformer`` (a class, or a function returning one) is a stage too, checked by
+:class:`TransformerStage`.
+"""
+
+from superb.errors import SpecError  # noqa: F401
+from superb.llm.answers import (  # noqa: F401
+    LETTERS, Choice, ExpectedGrade, Reading, YesProbability, first_identifier_probabilities, permutation, read_choice,
+)
+from superb.llm.prompts import load_template, template_name  # noqa: F401
+from superb.llm.question import LabelQuestion  # noqa: F401
+from superb.llm.types import ChatRequest, Completion  # noqa: F401
+from superb.options import Flag, NonNegativeInt, OneOf, PositiveInt, TopK, UnitFloat  # noqa: F401
+from superb.transformers.base import Candidates, Reranker, Text, scores_from_order  # noqa: F401
+from superb.transformers.plugins import ENTRY_POINT_GROUP  # noqa: F401
+from superb.transformers.transformer_stage import TransformerStage  # noqa: F401
+
+__all__ = ["Candidates", "ChatRequest", "Choice", "Completion", "ENTRY_POINT_GROUP", "ExpectedGrade", "Flag",
+           "LETTERS", "LabelQuestion", "NonNegativeInt", "OneOf", "PositiveInt", "Reading", "Reranker", "SpecError",
+           "Text", "TopK", "TransformerStage", "UnitFloat", "YesProbability", "first_identifier_probabilities",
+           "load_template", "permutation", "read_choice", "scores_from_order", "template_name"]
