@@ -182,3 +182,14 @@ def test_a_plugin_whose_score_raises_is_named_with_its_stage(lab, capsys):
     err = capsys.readouterr().err
     assert "pipelines[2].rerank[0] (type 'raises', Raises.score) raised KeyError" in err, err
     assert "Traceback" not in err
+
+
+def test_the_guides_example_is_the_committed_plugin_and_about_thirty_lines():
+    page = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+    block = page[page.index("<!-- extending-example -->"):]
+    code = block[block.index("```python") + len("```python"):block.index("```", block.index("```python") + 9)]
+    committed = (EXAMPLE / "my_methods.py").read_text(encoding="utf-8")
+    lines = [line for line in code.strip().splitlines()]
+    for line in lines:
+        assert line in committed.splitlines(), f"docs/extending.md's example differs from my_methods.py: {line!r}"
+    assert len([x for x in lines if x.strip()]) <= 30
