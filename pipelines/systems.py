@@ -59,6 +59,26 @@ class System:
         """Whether one of its own rerankers picks its next LLM question from the answers (see Reranker)."""
         return any(getattr(c, "calls_depend_on_answers", False) for c in self.components)
 
+    def max_calls(self, run: pd.DataFrame) -> int | None:
+        """The most LLM requests this system's own stages can make for the queries of ``run`` (its output: a stage
+        keeps every document, so a query's list length is its input's): each stage's ``max_calls`` of its top_k,
+        whatever the answers; 0 without LLM stages, None when an LLM stage does not say."""
+        lengths = run.groupby("qid", sort=False).size().tolist() if len(run) else []
+        total = 0
+        for component in self.components:
+            if not getattr(component, "calls_llm", False):
+                continue
+            bound = getattr(component, "max_calls", None)
+            if bound is None:
+                return None
+            top_k = getattr(component, "top_k", None)
+            for n in lengths:
+                most = bound(n if top_k is None else min(top_k, n))
+                if most is None:
+                    return None
+                total += most
+        return total
+
     def stats(self) -> dict[str, int]:
         """The numeric counters of this system's own components, summed (lists such as qids stay with them)."""
         out: dict[str, int] = {}

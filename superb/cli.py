@@ -179,7 +179,10 @@ def dry_run_report(result) -> str:
     adaptive = [name for name, pr in result.pipelines.items() if pr.calls_depend_on_answers]
     usage["count"] = ["estimate" if s in adaptive and c else "exact" if c else "" for s, c in
                       zip(usage["system"], usage["calls"])]
-    lines = [usage[["system", "calls", "cache_hits", "prompt_tokens", "count"]].to_string(index=False)]
+    ceiling = {name: pr.max_calls for name, pr in result.pipelines.items()}
+    usage["at_most"] = [("-" if ceiling.get(s) is None else str(ceiling[s])) if s in adaptive else ""
+                        for s in usage["system"]]
+    lines = [usage[["system", "calls", "cache_hits", "prompt_tokens", "count", "at_most"]].to_string(index=False)]
     cache = (result.llm_info or {}).get("cache")
     where = f"the response cache {cache['path']}" if cache else "no response cache (absent, off or refresh)"
     bounded = int(usage.loc[usage["count"] == "estimate", "calls"].sum())
@@ -189,9 +192,13 @@ def dry_run_report(result) -> str:
                  "written")
     lines.append(time_line(int(usage["prompt_tokens"].sum()), result.llm_info or {}))
     if bounded:
+        most = [ceiling.get(s) for s in usage.loc[usage["count"] == "estimate", "system"]]
+        bound = (f"; whatever the answers, those systems make at most {sum(most)} requests (column at_most: each "
+                 "stage's worst case per query, from its algorithm, over these queries; the cache may serve some)"
+                 if None not in most else "; a stage of those systems declares no worst case (at_most '-')")
         lines.append(f"{bounded} of them are an estimate: a reranker of those systems chooses its next question from "
                      "the answers, which a dry run does not have, so the real count may be lower or higher (each "
-                     "strategy's bounds: docs/spec.md; bench/rerankers.py counts them on valid answers)")
+                     f"strategy's bounds: docs/spec.md; bench/rerankers.py counts them on valid answers){bound}")
     unjudged = result.query_checks.get("selected_queries_without_qrels", 0)
     if unjudged:
         done = ("not run ([queries] unjudged = \"skip\"): no call counted for them"

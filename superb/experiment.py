@@ -34,6 +34,7 @@ class PipelineResult:
     usage: dict[str, Any] = field(default_factory=dict)  # LLM calls, tokens, cache hits for this pipeline
     calls_depend_on_answers: bool = False  # its calls depend on the answers: a dry run's count is an estimate
     given_run: dict[str, Any] | None = None  # a first stage that is a given run: its file's path, format, sha256
+    max_calls: int | None = None  # the most LLM requests its own stages can make on these queries (None: unknown)
 
 
 @dataclass
@@ -202,7 +203,8 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
         given = next((c.provenance() for c in system.components if hasattr(c, "provenance")), None)
         results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=stats,
                                        usage=_usage_delta(before, _usage_dict(llm)),
-                                       calls_depend_on_answers=system.calls_depend_on_answers(), given_run=given)
+                                       calls_depend_on_answers=system.calls_depend_on_answers(), given_run=given,
+                                       max_calls=system.max_calls(run))
         log.info("pipeline %s: %d rows in %.1f s", name, len(run), results[name].seconds)
     return results
 

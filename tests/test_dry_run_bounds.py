@@ -48,13 +48,13 @@ def home(chorus_run_home):
     return chorus_run_home
 
 
-def dry_counts(printed: str) -> dict[str, tuple[int, str]]:
-    """system -> (calls, count) from the dry run's table."""
+def dry_counts(printed: str) -> dict[str, tuple[int, str, int | None]]:
+    """system -> (calls, count, at most) from the dry run's table."""
     out = {}
     for name in ("PISA BM25 >> setwise", "PISA BM25 >> pointwise"):
         line = next(x for x in printed.splitlines() if x.strip().startswith(name))
         fields = line.strip()[len(name):].split()
-        out[name] = (int(fields[0]), " ".join(fields[3:]))
+        out[name] = (int(fields[0]), fields[3], int(fields[4]) if len(fields) > 4 else None)
     return out
 
 
@@ -81,8 +81,11 @@ def test_dry_run_marks_answer_dependent_counts_as_estimates(home, capsys):
     assert re.search(r"dry run: about \d+ calls the real run would make", printed)
     assert f"{dry['PISA BM25 >> setwise'][0]} of them are an estimate" in printed
     assert usage.loc["PISA BM25 >> pointwise", "calls"] == dry["PISA BM25 >> pointwise"][0]
-    # the answers send the heap's sifts deeper than the dry run's missing answers did
+    # the answers send the heap's sifts deeper than the dry run's missing answers did, never past the ceiling
     assert usage.loc["PISA BM25 >> setwise", "calls"] > dry["PISA BM25 >> setwise"][0]
+    assert usage.loc["PISA BM25 >> setwise", "requests"] <= dry["PISA BM25 >> setwise"][2]
+    assert dry["PISA BM25 >> pointwise"][2] is None  # exact counts need no ceiling
+    assert f"those systems make at most {dry['PISA BM25 >> setwise'][2]} requests" in printed
 
 
 def first_item_model(request):

@@ -15,6 +15,7 @@ Both are pure apart from awaiting ``cmp``; :func:`win_count_order` is the pure s
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Awaitable, Callable, Mapping
@@ -59,6 +60,10 @@ class AllPairs:
     name = "allpairs"
     answer_dependent = False  # the same n(n-1)/2 questions whatever the answers
 
+    @staticmethod
+    def comparisons(n: int) -> int:
+        return n * (n - 1) // 2
+
     async def rank(self, n: int, cmp: Comparator) -> Ranking:
         pairs = list(combinations(range(n), 2))
         winners = await asyncio.gather(*(cmp(i, j) for i, j in pairs))
@@ -81,6 +86,14 @@ class MergeSort:
         result = Ranking(order=[])
         result.order = await self._sort(list(range(n)), cmp, result)
         return result
+
+    @staticmethod
+    def comparisons(n: int) -> int:
+        """The most comparisons for n items (the class docstring's bound)."""
+        if n < 2:
+            return 0
+        levels = math.ceil(math.log2(n))
+        return n * levels - 2 ** levels + 1
 
     async def _sort(self, items: list[int], cmp: Comparator, result: Ranking) -> list[int]:
         if len(items) <= 1:

@@ -82,6 +82,9 @@ class DeliberatedReranker(Reranker):
         self.attributes: dict[str, str] = {}  # query text -> generated ideal-product attributes
         self._pending: dict[str, asyncio.Future] = {}
 
+    def max_calls(self, n: int) -> int:
+        return n + 1 if n else 0  # the ideal product's attributes, then one label request per candidate
+
     def __repr__(self) -> str:
         return (f"DeliberatedReranker(question={self.question!r}, confidence={self.confidence!r}, top_k={self.top_k}, "
                 f"text={self.text!r})")

@@ -65,6 +65,18 @@ class ListwiseReranker(Reranker):
         """The most products one call ranks (None: all of a query's list)."""
         return self.top_k
 
+    def window_calls(self, n: int) -> int:
+        """The most requests one window of n asks: one ranking (one per shuffle with ``shuffles``), plus the
+        content-free request of ``calibrate``; none for a window of one."""
+        if n <= 1:
+            return 0
+        inner = getattr(self.ranker, "inner", self.ranker)
+        rankings = getattr(self.ranker, "shuffles", 1)
+        return rankings + (1 if getattr(inner, "prior", None) is not None else 0)
+
+    def max_calls(self, n: int) -> int:
+        return self.window_calls(n)
+
     @classmethod
     def check_options(cls, opts: dict[str, Any], path: str, given: Mapping[str, Any]) -> None:
         """Cross-option checks (SpecError naming the key)."""

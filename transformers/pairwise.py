@@ -60,6 +60,10 @@ class PairwiseReranker(Reranker):
                                              allow_neither=allow_neither, both_orders=both_orders,
                                              max_chars=10**6, max_tokens=answer_tokens, tag=self.tag)
 
+    def max_calls(self, n: int) -> int:
+        """The strategy's most comparisons for n, each asked in both orders with ``both_orders``."""
+        return self.strategy.comparisons(n) * (2 if self.comparator.both_orders else 1)
+
     def __repr__(self) -> str:
         c = self.comparator
         return (f"PairwiseReranker(top_k={self.top_k}, strategy={self.strategy.name!r}, "

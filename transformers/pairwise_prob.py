@@ -92,6 +92,10 @@ class PairwiseProbReranker(Reranker):
         self.preference = PairwisePreference(Counted(self), template, both_orders=both_orders, fields=("text",),
                                              max_chars=10**6, tag=self.tag)
 
+    def max_calls(self, n: int) -> int:
+        """The strategy's most pairs for n, each asked in both orders with ``both_orders``."""
+        return self.strategy.comparisons(n) * (2 if self.preference.both_orders else 1)
+
     def __repr__(self) -> str:
         return (f"PairwiseProbReranker(top_k={self.top_k}, strategy={self.strategy!r}, "
                 f"both_orders={self.preference.both_orders}, text={self.text!r})")

@@ -170,6 +170,28 @@ class BubbleTopK:
         return sum(math.ceil((n - 1 - t) / step) for t in range(min(self.passes, max(n - 1, 0))))
 
 
+def heap_worst_case(n: int, arity: int, select: int, per_level: Callable[[int, int], int]) -> int:
+    """The most questions :func:`_heap_select` can ask for a list of n in a heap of ``arity`` children per node,
+    whatever the answers: each sift may go down the longest path below its node (the leftmost: a complete heap fills
+    left first), asking ``per_level(node, size)`` questions at each node it passes that has children."""
+    def sift(node: int, size: int) -> int:
+        asked = 0
+        while node * arity + 1 < size:
+            asked += per_level(node, size)
+            node = node * arity + 1
+        return asked
+
+    if n < 2:
+        return 0
+    total = sum(sift(node, n) for node in range((n - 2) // arity + 1))
+    size, picked = n, 0
+    while size and picked < select:
+        picked, size = picked + 1, size - 1
+        if picked < select and size > 1:
+            total += sift(0, size)
+    return total
+
+
 async def _heap_select(heap: list[int], inner: range, sift: Callable, select: int) -> list[int]:
     """Heap sort's two phases over ``heap`` (item indices): sift every ``inner`` node (bottom-up) to build the heap,
     then extract the root ``select`` times, moving the last leaf to the root and sifting it down after each; the
@@ -229,6 +251,10 @@ class HeapTopK:
         result.order = await _heap_select(heap, inner, sift, self.select)
         return result
 
+    def comparisons(self, n: int) -> int:
+        """The most sets a list of n can ask (whatever the answers): :func:`heap_worst_case` with one set per level."""
+        return heap_worst_case(n, self.size - 1, self.select, per_level=lambda node, size: 1)
+
 
 class PairHeapTopK:
     """Select the best ``select`` items with a binary max-heap decided by pairwise preferences (PRP heapsort: Qin et
@@ -280,11 +306,10 @@ class PairHeapTopK:
         return result
 
     def comparisons(self, n: int) -> int:
-        """An upper bound on the pairs asked for a list of n (the docstring's formula)."""
-        if n < 2:
-            return 0
-        extractions = min(self.select, n) - 1
-        return 2 * (n - 1) + extractions * 2 * int(math.floor(math.log2(n)))
+        """The most pairs a list of n can ask (whatever the answers): :func:`heap_worst_case` with one pair per child
+        of each level."""
+        return heap_worst_case(n, 2, self.select,
+                               per_level=lambda node, size: sum(c < size for c in (2 * node + 1, 2 * node + 2)))
 
 
 class PairMergeSort:
@@ -304,3 +329,8 @@ class PairMergeSort:
 
         result.order = (await MergeSort().rank(n, cmp)).order
         return result
+
+    @staticmethod
+    def comparisons(n: int) -> int:
+        """The most pairs merge sort asks for a list of n: n ceil(log2 n) - 2^ceil(log2 n) + 1."""
+        return MergeSort.comparisons(n)

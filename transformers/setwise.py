@@ -93,6 +93,12 @@ class SetwiseReranker(Reranker):
     def check_options(cls, opts: dict[str, Any], path: str, given: Mapping[str, Any]) -> None:
         check_select(opts, given, path)
 
+    def max_calls(self, n: int) -> int:
+        """The strategy's most sets for n (x 2 with ``debias``), plus one content-free request per set size (2..c)
+        with ``calibrate``."""
+        sets = self.strategy.comparisons(n) * (2 if self.debias else 1)
+        return sets + (min(self.strategy.size, n) - 1 if self.prior is not None and n > 1 else 0)
+
     def __repr__(self) -> str:
         return (f"SetwiseReranker(top_k={self.top_k}, strategy={self.strategy!r}, debias={self.debias}, "
                 f"calibrate={self.prior is not None})")

@@ -55,6 +55,11 @@ class SlidingWindowReranker(ListwiseReranker):
     def window_size(self) -> int | None:
         return self.window
 
+    def max_calls(self, n: int) -> int:
+        """``passes`` x the windows over n (:func:`window_starts`), each :meth:`window_calls`."""
+        return self.passes * sum(self.window_calls(min(self.window, n - start)) for start in window_starts(n, self.window,
+                                                                                                         self.step))
+
     def __repr__(self) -> str:
         return (f"SlidingWindowReranker(ranker={self.ranker!r}, window={self.window}, step={self.step}, "
                 f"passes={self.passes}, top_k={self.top_k}, text={self.text!r})")
