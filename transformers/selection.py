@@ -262,9 +262,10 @@ class PairHeapTopK:
     winner with the right child (one or two pairs per level), and swaps the node with the winner; building the heap
     sifts every inner node from the last up, then each of the ``select`` - 1 further extractions moves the last leaf
     to the root and sifts it down. A pair decides for the item with p > 0.5; a tie or no answer for the item earliest
-    in the prior order, so a model that never answers leaves the prior order intact. Pairs asked: at most
-    2 x (n - 1) to build (two per level of each inner node's height, summed: below 2n) plus 2 x floor(log2 n) per
-    extraction: n = 20, k = 10: at most 38 + 9 x 8 = 110; measured with a consistent model over 20 random orders
+    in the prior order, so a model that never answers leaves the prior order intact. Pairs asked: at most two per
+    level of the longest path below each sift's node (``comparisons``: every inner node to build, then the root for
+    each of the k - 1 further extractions): n = 20, k = 10: at most 95 (below the textbook 2 x (n - 1) + (k - 1) x 2 x
+    floor(log2 n) = 110); measured with a consistent model over 20 random orders
     (tests/test_rerankers_prp_heap.py): 83 on average for n = 20, 38 for n = 10, 113 for n = 30, 278 for n = 100
     (k = 10). Each pair is two LLM calls when both orders are asked (PRP's default)."""
 
