@@ -194,3 +194,24 @@ def test_special_characters_in_names_are_escaped(tmp_path):
     unescaped = "\n".join(line.split("  % source:")[0] for line in unescaped.splitlines()
                           if not line.startswith("%"))
     assert not re.search(r"(?<!\\)[%$#_~^]", unescaped), "an unescaped special character"
+
+
+def test_the_committed_table_and_the_readme_block_are_what_the_command_writes(tmp_path, monkeypatch):
+    """results/trec_dl_table is `superb table`'s output as its provenance.json records the command, file for file, and
+    README.md shows it (scripts/paper_table_readme.py: the same table, each number linked to table.csv)."""
+    import importlib.util
+    import json
+
+    monkeypatch.chdir(ROOT)  # the command names the folders relative to the project
+    committed = Path("results") / "trec_dl_table"
+    command = json.loads((committed / "provenance.json").read_text(encoding="utf-8"))["command"]
+    assert command[:2] == ["superb", "table"] and "--anchors" in command
+    again = tmp_path / "trec_dl_table"
+    assert main([*command[1:], "--out", str(again)]) == 0
+    for name in ("table.csv", "table.md", "table.tex"):
+        assert (again / name).read_bytes() == (committed / name).read_bytes(), name
+    spec = importlib.util.spec_from_file_location("paper_table_readme", ROOT / "scripts" / "paper_table_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert module.block(committed, ROOT / "README.md") in readme
