@@ -280,20 +280,30 @@ def _cmd_table(args) -> int:
         print(format_markdown(frame))
         print("pass --out DIR to write table.md, table.csv and table.tex")
         return 0
-    check_replaceable(args.out)
-    with replacing(args.out) as tmp:
+    with replacing(args.out) as tmp:  # replaced as a whole, as a results folder; refused if not superb's
         write_paper_table(frame, tmp, title=args.out.name)
-        command = ["superb", "table", *map(str, args.folders)] + (["--measures", *args.measures] if args.measures
-                                                                   else []) + \
-            (["--names", args.names] if args.names else []) + (["--anchors", str(args.anchors)] if args.anchors
-                                                               else []) + \
-            (["--average"] if args.average else []) + (["--view", args.view] if args.view != "full" else [])
-        provenance.write(tmp, {"command": command, "collections": frame.attrs["collections"],
+        provenance.write(tmp, {"command": _table_command(args), "collections": frame.attrs["collections"],
                                "measures": frame.attrs["measures"], "average": frame.attrs["average"],
                                "files": list(FILES)})
     print((args.out / "table.md").read_text(encoding="utf-8"))
     print(f"written to {args.out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{booktabs}})")
     return 0
+
+
+def _table_command(args) -> list[str]:
+    """The `superb table` command that writes the same table again (what its folder's provenance.json records)."""
+    command = ["superb", "table", *map(str, args.folders)]
+    if args.measures:
+        command += ["--measures", *args.measures]
+    if args.names:
+        command += ["--names", args.names]
+    if args.anchors:
+        command += ["--anchors", str(args.anchors)]
+    if args.average:
+        command.append("--average")
+    if args.view != "full":
+        command += ["--view", args.view]
+    return command
 
 
 def _cmd_show(args) -> int:

@@ -22,6 +22,7 @@ The passages are read strictly here too: a file that is not valid JSON (truncate
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from superb.data.base import Dataset, check_options, file_record, require_file, 
 from superb.data.local import read_queries_tsv, read_trec_qrels
 from superb.errors import DataError, SpecError
 
+log = logging.getLogger(__name__)
 OPTIONS = ("name", "file", "qrels", "topics", "rel_threshold")
 #: the run a spec names as ``first_stage = { run = "dataset:candidates" }``
 RUN = "candidates"
@@ -65,7 +67,11 @@ class CandidatesDataset(Dataset):
             from superb.run_files import read_run_file  # here: it loads pandas' run machinery only when data is read
 
             read_run_file(self.files["file"], "rank_llm")  # the ranking's defects, each with its place
-            self._entries = read_passages(self.files["file"])
+            self._entries, empty = read_passages(self.files["file"])
+            self._counts["entries_without_hits"] = empty
+            if empty:
+                log.warning("%s: %d entries have no hits (no passage, no query id): left out", self.files["file"],
+                            empty)
         return self._entries
 
     def _load_docs(self) -> Iterator[dict]:
@@ -114,9 +120,10 @@ class CandidatesDataset(Dataset):
                 "files": [file_record(f, role=role) for role, f in self.files.items()]}
 
 
-def read_passages(path: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """(qid, query, [(docno, text), ...]) per entry of a rank_llm file with hits; every defect a DataError naming the
-    file and its place (line of a JSON error; entry and hit of a missing field)."""
+def read_passages(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, str]]]], int]:
+    """(qid, query, [(docno, text), ...]) per entry of a rank_llm file with hits, and the number of entries without
+    hits; every defect a DataError naming the file and its place (line of a JSON error; entry and hit of a missing
+    field)."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -126,12 +133,13 @@ def read_passages(path: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
         raise utf8_error(path, exc) from None
     if not isinstance(entries, list):
         raise DataError(f"{path}: expected a JSON list of entries, found {type(entries).__name__}. {HOW['file']}")
-    out = []
+    out, empty = [], 0
     for i, entry in enumerate(entries):
         where = f"{path}: entry {i}"
         if not isinstance(entry, dict) or not isinstance(entry.get("hits"), list):
             raise DataError(f"{where}: expected an object with a \"hits\" list. {HOW['file']}")
         if not entry["hits"]:
+            empty += 1
             continue
         query = entry.get("query")
         if not isinstance(query, str) or not query.strip():
@@ -146,7 +154,7 @@ def read_passages(path: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
                 raise DataError(f"{where}, hit {j}: no \"docid\" or \"qid\". {HOW['file']}")
             hits.append((str(hit["docid"]), " ".join(text.split())))
         out.append((str(entry["hits"][0]["qid"]), query.strip(), hits))
-    return out
+    return out, empty
 
 
 def load(config: Mapping[str, Any], path: str = "dataset") -> CandidatesDataset:
