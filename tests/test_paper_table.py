@@ -126,6 +126,8 @@ def test_a_measure_with_another_rel_threshold_is_refused(capsys, tmp_path):
     err = refused(capsys, DL19, dl20, "--measures", "nDCG@10", "P@10")
     assert "measure 'P@10' is not the same measure in every folder" in err
     assert f"{DL19} computes P(rel=2)@10" in err and f"{dl20} computes P@10" in err and "rel threshold" in err
+    err = refused(capsys, DL19, dl20, "--measures", "P(rel=2)@10")
+    assert f"{dl20}: measure 'P(rel=2)@10': the folder computes P@10 (a different rel threshold" in err
     assert main(["table", str(DL19), str(dl20), "--measures", "nDCG@10"]) == 0  # nDCG alone is the same measure
 
 

@@ -173,6 +173,11 @@ def _folder_measure(asked: str, known: list[str], folder: Path) -> str:
     same = [k for k in known if _measure_key(k, keep_rel=explicit) == wanted]
     if len(same) == 1:
         return same[0]
+    other = [k for k in known if explicit and _measure_key(k, keep_rel=False) == _measure_key(asked, keep_rel=False)]
+    if not same and other:
+        raise SuperbError(f"{folder}: measure {asked!r}: the folder computes {', '.join(other)} (a different rel "
+                          "threshold: labels counted as relevant), not the same measure. Set the same [evaluation] rel "
+                          "in the specs and re-run them, or leave the measure out")
     why = f"it could be any of {same}" if same else "it is not in its table.csv"
     raise SuperbError(f"{folder}: measure {asked!r}: {why}; the folder has {', '.join(known)}. Ask for measures every "
                       "folder has (--measures), or re-run the folder with it in [evaluation] measures")
