@@ -117,7 +117,7 @@ def _read_folder(folder: Path, name: str, measures: list[str], view: str) -> tup
         **{c: rows[c] if c in rows.columns else math.nan for c in ("mean", "delta", "ci_low", "ci_high", "p",
                                                                       "p_corrected")},
         "verdict": rows["verdict"].fillna("").astype(str), "kind": "run",
-        "mark": [_mark(r) for r in rows.to_dict("records")],
+        "mark": [_mark(r).strip() for r in rows.to_dict("records")],
         "role": rows["role"].fillna("").astype(str) if "role" in rows.columns else "",
         "baseline": rows["baseline"].fillna("").astype(str), "n_queries": rows["n_queries"],
         "model": rows["system"].map(lambda s: models.get(str(s), "")), "source": str(folder)})

@@ -73,7 +73,7 @@ def cell_text(g: Grid, row: tuple, column: tuple) -> tuple[str, list[str], bool]
     if r is None:
         return "", [], False
     mark = str(r.get("mark") or "") if pd.notna(r.get("mark")) else ""
-    return f"{float(r['mean']):.4f}", list(mark.replace(SAME, "=").strip()), round(float(r["mean"]), 4) == \
+    return f"{float(r['mean']):.4f}", list(mark.replace(SAME.strip(), "=").strip()), round(float(r["mean"]), 4) == \
         g.best.get(column)
 
 
