@@ -106,6 +106,23 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME)")
     evaluate.set_defaults(func=_cmd_evaluate)
 
+    table = sub.add_parser("table", help="the table a paper prints: systems by collections (one results folder "
+                                         "each), each cell the folder's own mean and mark; Markdown, CSV and LaTeX")
+    table.add_argument("folders", type=Path, nargs="+", help="results folders, one per collection, e.g. "
+                                                             "results/trec_dl19 results/trec_dl20")
+    table.add_argument("--measures", nargs="+", default=None, help="measures, each a column per collection "
+                                                                    "(default: nDCG@10)")
+    table.add_argument("--names", default=None, help="collection names, comma-separated, one per folder "
+                                                     "(default: the folders' names)")
+    table.add_argument("--anchors", type=Path, default=None, help="a CSV of published rows to quote (method, model, "
+                                                                  "source, COLLECTION_MEASURE columns), e.g. "
+                                                                  "experiments/anchors_trec_dl.csv")
+    table.add_argument("--average", action="store_true", help="add the mean of the collections' means (no test)")
+    table.add_argument("--view", default="full", help="the folders' view to read (default: full)")
+    table.add_argument("--out", type=Path, default=None, help="write table.md, table.csv and table.tex there "
+                                                              "(default: print table.md only)")
+    table.set_defaults(func=_cmd_table)
+
     report = sub.add_parser("report", help="write report.html: the table, the cost plot and two systems' rankings "
                                            "side by side per query, one self-contained page")
     report.add_argument("result", type=Path, help="a results folder, e.g. results/quickstart")
@@ -255,6 +272,45 @@ def _report(folder: Path, out: Path | None = None) -> Path:
 def _cmd_report(args) -> int:
     _report(args.result, args.out)  # a folder without systems.json, table.md... is a DataError naming the file
     return 0
+
+
+def _cmd_table(args) -> int:
+    from superb.atomic import replacing
+    from superb.eval.paper_table import paper_table
+    from superb.eval.paper_table_files import FILES, write_paper_table
+    from superb.eval.paper_table_markdown import format_markdown
+
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    frame = paper_table(args.folders, measures=args.measures, names=names, anchors=args.anchors,
+                        average=args.average, view=args.view)
+    if args.out is None:
+        print(format_markdown(frame))
+        print("pass --out DIR to write table.md, table.csv and table.tex")
+        return 0
+    with replacing(args.out) as tmp:  # replaced as a whole, as a results folder; refused if not superb's
+        write_paper_table(frame, tmp, title=args.out.name)
+        provenance.write(tmp, {"command": _table_command(args), "collections": frame.attrs["collections"],
+                               "measures": frame.attrs["measures"], "average": frame.attrs["average"],
+                               "files": list(FILES)})
+    print((args.out / "table.md").read_text(encoding="utf-8"))
+    print(f"written to {args.out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{booktabs}})")
+    return 0
+
+
+def _table_command(args) -> list[str]:
+    """The `superb table` command that writes the same table again (what its folder's provenance.json records)."""
+    command = ["superb", "table", *map(str, args.folders)]
+    if args.measures:
+        command += ["--measures", *args.measures]
+    if args.names:
+        command += ["--names", args.names]
+    if args.anchors:
+        command += ["--anchors", str(args.anchors)]
+    if args.average:
+        command.append("--average")
+    if args.view != "full":
+        command += ["--view", args.view]
+    return command
 
 
 def _cmd_show(args) -> int:

@@ -10,6 +10,7 @@ checks its own option keys (``load_dataset("local", docs=..., queries=..., qrels
   local             JSONL docs + TSV queries + TREC qrels (superb.data.local)
   irds              any ir_datasets collection by its id (superb.data.irds)
   trec-dl           TREC DL 2019/2020 passages: rank_llm's BM25 top-100 candidates, NIST qrels (superb.data.trec_dl)
+  candidates        any rank_llm candidates file: its queries, passages and ranking, given qrels (superb.data.candidates)
 
 More loaders (e.g. a generated benchmark folder) plug in with :func:`register_loader`.
 
@@ -39,6 +40,7 @@ _LOADERS: dict[str, str | Callable[[Mapping[str, Any], str], "Dataset"]] = {
     "superb-triplets": "superb.data.triplets:load",
     "local": "superb.data.local:load",
     "trec-dl": "superb.data.trec_dl:load",
+    "candidates": "superb.data.candidates:load",
     "irds": "superb.data.irds:load",
 }
 

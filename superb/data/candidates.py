@@ -1,0 +1,171 @@
+"""Any rank_llm candidates file as a data set: its queries, its passages with their text, and its ranking as the data
+set's own first stage.
+
+``[dataset] name = "candidates"``, ``file = "retrieve_results_X.json"`` (rank_llm's retrieve step: a JSON list of
+``{"query": text, "hits": [{"qid", "docid", "rank", "score", "content"}, ...]}``), ``qrels = FILE`` (TREC qrels),
+optional ``topics = FILE`` (``qid<TAB>query``) and ``rel_threshold`` (default 1; TREC DL counts labels >= 2). So a
+collection superb does not know (DL21, DL22, BEIR sets, another first stage such as SPLADE++ or TAS-B) is reranked
+without converting its passages by hand.
+
+- documents: the passages of the hits (a passage retrieved for two queries is one document), field ``text`` with its
+  whitespace collapsed (as trec-dl's), so prompts are the same as trec-dl's over the same file.
+- queries: one per entry (its qid is its hits'), the text of the entry's ``query``; with ``topics``, the topics of the
+  candidates' queries, whose text must equal the entry's (a query without a topic, or another text, is a DataError).
+- the ranking: ``first_stage = { run = "dataset:candidates" }`` reads the file with superb.run_files' strict reader
+  (every defect named with its place); it is the data set's first stage, as trec-dl's ``dataset:bm25``.
+- ``text_kind = "passage"``: the rerankers' default templates are the passage ones, their default prompt field ``text``.
+
+The passages are read strictly here too: a file that is not valid JSON (truncated) is a DataError naming
+``file:line``; a hit without a string ``content``, or a passage given two different texts, names the entry and hit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from superb.data.base import Dataset, check_options, file_record, require_file, utf8_error
+from superb.data.local import read_queries_tsv, read_trec_qrels
+from superb.errors import DataError, SpecError
+
+log = logging.getLogger(__name__)
+OPTIONS = ("name", "file", "qrels", "topics", "rel_threshold")
+#: the run a spec names as ``first_stage = { run = "dataset:candidates" }``
+RUN = "candidates"
+HOW = {
+    "file": "Give rank_llm's candidates file (retrieve_results_*.json: a JSON list of {\"query\", \"hits\"} entries, "
+            "each hit with qid, docid, rank, score and the passage's text as content) as option `file`.",
+    "qrels": "Give a TREC qrels file (`qid 0 docno label` per line) as option `qrels`.",
+    "topics": "Give a tab-separated file of `qid<TAB>query` lines as option `topics`, or leave it out (the "
+              "candidates' own query texts are used).",
+}
+
+
+class CandidatesDataset(Dataset):
+    """The queries, passages and ranking of one rank_llm candidates file (see the module docstring)."""
+
+    text_kind = "passage"
+    prompt_fields = ("text",)
+    location_options = ("file", "qrels", "topics")
+
+    def __init__(self, files: Mapping[str, Path], *, rel_threshold: int, options: Mapping[str, Any]):
+        self.files = dict(files)
+        labels = tuple(sorted(set(read_trec_qrels(self.files["qrels"])["label"])))
+        super().__init__(name="candidates", fields=("text",), rel_threshold=rel_threshold, labels=labels,
+                         label_names={}, options=options)
+        self._entries: list[tuple[str, str, list[tuple[str, str]]]] | None = None
+
+    def entries(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        """(qid, query text, [(docno, passage text), ...]) per entry with hits, read once: the ranking first, by the
+        strict run reader, then the passages' text."""
+        if self._entries is None:
+            from superb.run_files import read_run_file  # here: it loads pandas' run machinery only when data is read
+
+            read_run_file(self.files["file"], "rank_llm")  # the ranking's defects, each with its place
+            self._entries, empty = read_passages(self.files["file"])
+            self._counts["entries_without_hits"] = empty
+            if empty:
+                log.warning("%s: %d entries have no hits (no passage, no query id): left out", self.files["file"],
+                            empty)
+        return self._entries
+
+    def _load_docs(self) -> Iterator[dict]:
+        seen: dict[str, str] = {}
+        for i, (_, _, hits) in enumerate(self.entries()):
+            for j, (docno, text) in enumerate(hits):
+                if docno in seen:
+                    if seen[docno] != text:
+                        raise DataError(f"{self.files['file']}: entry {i}, hit {j}: passage {docno!r} has a text "
+                                        "different from its earlier hit's; a passage has one text")
+                    continue
+                seen[docno] = text
+                yield {"docno": docno, "text": text}
+
+    def _load_topics(self) -> pd.DataFrame:
+        queries: dict[str, str] = {}
+        for qid, text, _ in self.entries():
+            queries.setdefault(qid, text)
+        if "topics" not in self.files:
+            return pd.DataFrame(list(queries.items()), columns=["qid", "query"])
+        path = self.files["topics"]
+        topics = read_queries_tsv(path)
+        chosen = topics[topics["qid"].isin(set(queries))].reset_index(drop=True)
+        missing = [q for q in queries if q not in set(chosen["qid"])]
+        if missing:
+            raise DataError(f"{path}: no topic for the candidates' queries {missing[:5]} ({len(missing)} in all); "
+                            f"{HOW['topics']}")
+        differ = [q for q, t in zip(chosen["qid"], chosen["query"]) if queries[q] != t]
+        if differ:
+            raise DataError(f"{self.files['file']}: the query text differs from {path.name} for qids {differ[:5]} "
+                            f"({len(differ)} in all); leave `topics` out to use the candidates' own texts")
+        self._counts["topics_without_candidates"] = len(topics) - len(chosen)
+        return chosen
+
+    def _load_qrels(self) -> pd.DataFrame:
+        return read_trec_qrels(self.files["qrels"])
+
+    def run_file(self, name: str, path: str = "first_stage.run") -> Path:
+        """The candidates file itself, for ``first_stage = { run = "dataset:candidates" }``."""
+        if name != RUN:
+            raise SpecError(path, f"data set 'candidates' provides the run {RUN!r} (its file's ranking), not {name!r}")
+        return self.files["file"]
+
+    def _source(self) -> dict:
+        return {"source": "a rank_llm candidates file",
+                "files": [file_record(f, role=role) for role, f in self.files.items()]}
+
+
+def read_passages(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, str]]]], int]:
+    """(qid, query, [(docno, text), ...]) per entry of a rank_llm file with hits, and the number of entries without
+    hits; every defect a DataError naming the file and its place (line of a JSON error; entry and hit of a missing
+    field)."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); the file may be truncated. "
+                        f"{HOW['file']}") from None
+    except UnicodeDecodeError as exc:
+        raise utf8_error(path, exc) from None
+    if not isinstance(entries, list):
+        raise DataError(f"{path}: expected a JSON list of entries, found {type(entries).__name__}. {HOW['file']}")
+    out, empty = [], 0
+    for i, entry in enumerate(entries):
+        where = f"{path}: entry {i}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("hits"), list):
+            raise DataError(f"{where}: expected an object with a \"hits\" list. {HOW['file']}")
+        if not entry["hits"]:
+            empty += 1
+            continue
+        query = entry.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise DataError(f"{where}: no query text (\"query\" must be a non-empty string). {HOW['file']}")
+        hits = []
+        for j, hit in enumerate(entry["hits"]):
+            text = hit.get("content") if isinstance(hit, dict) else None
+            if not isinstance(text, str):
+                raise DataError(f"{where}, hit {j}: no passage text (\"content\" must be a string, found "
+                                f"{type(text).__name__}). {HOW['file']}")
+            if "docid" not in hit or "qid" not in hit:
+                raise DataError(f"{where}, hit {j}: no \"docid\" or \"qid\". {HOW['file']}")
+            hits.append((str(hit["docid"]), " ".join(text.split())))
+        out.append((str(entry["hits"][0]["qid"]), query.strip(), hits))
+    return out, empty
+
+
+def load(config: Mapping[str, Any], path: str = "dataset") -> CandidatesDataset:
+    check_options(config, OPTIONS, path)
+    files = {key: require_file(config.get(key), path, key, HOW[key]) for key in ("file", "qrels")}
+    if Path(files["file"]).suffix.lower() != ".json":
+        raise SpecError(f"{path}.file", f"{files['file']} does not end in .json: the data set's run is read as "
+                                        f"rank_llm's JSON. {HOW['file']}")
+    if config.get("topics") is not None:
+        files["topics"] = require_file(config["topics"], path, "topics", HOW["topics"])
+    rel = config.get("rel_threshold", 1)
+    if not isinstance(rel, int) or isinstance(rel, bool):
+        raise SpecError(f"{path}.rel_threshold", f"expected an integer label, got {rel!r} (TREC DL: 2)")
+    return CandidatesDataset(files, rel_threshold=rel, options={k: v for k, v in config.items() if k != "name"})

@@ -1,0 +1,24 @@
+"""The folder of a paper's table (superb.eval.paper_table): table.csv (the long form, as :func:`paper_table`
+returns it), table.md (superb.eval.paper_table_markdown) and table.tex (superb.eval.paper_table_latex)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from superb.eval.paper_table_latex import format_latex
+from superb.eval.paper_table_markdown import format_markdown
+
+FILES = ("table.csv", "table.md", "table.tex")
+
+
+def write_paper_table(frame: pd.DataFrame, out: Path, *, title: str = "") -> list[Path]:
+    """table.csv, table.md and table.tex of :func:`superb.eval.paper_table.paper_table`'s frame into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / name for name in FILES]
+    frame.to_csv(paths[0], index=False)
+    paths[1].write_text(format_markdown(frame, title=title), encoding="utf-8")
+    paths[2].write_text(format_latex(frame), encoding="utf-8")
+    return paths
