@@ -19,7 +19,7 @@ from superb.exit_codes import EXIT_LLM_FAILURES  # noqa: F401 - tests import it 
 from superb.llm.exit_code import llm_exit_code
 from superb.llm.pace import time_line
 from superb import interrupt, provenance
-from superb.atomic import check_replaceable
+from superb.atomic import check_replaceable, replacing
 from superb.report import write_report
 from superb.spec import load_spec
 
@@ -275,7 +275,6 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_table(args) -> int:
-    from superb.atomic import replacing
     from superb.eval.paper_table import paper_table
     from superb.eval.paper_table_files import FILES, write_paper_table
     from superb.eval.paper_table_markdown import format_markdown
