@@ -193,3 +193,15 @@ def test_the_guides_example_is_the_committed_plugin_and_about_thirty_lines():
     for line in lines:
         assert line in committed.splitlines(), f"docs/extending.md's example differs from my_methods.py: {line!r}"
     assert len([x for x in lines if x.strip()]) <= 30
+
+
+def test_the_committed_folder_has_a_row_from_a_users_file_and_one_from_a_pyterrier_transformer():
+    folder = ROOT / "results" / "chorus_dev_plugins"
+    table = pd.read_csv(folder / "table.csv")
+    assert {"BM25 >> three_grade", "BM25 >> Tf text scorer", "BM25 >> title_length"} <= set(table["system"])
+    provenance = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    plugins = {record["attr"]: record for record in provenance["plugins"].values()}
+    mine = (EXAMPLE / "my_methods.py").read_bytes()
+    assert plugins["ThreeGrade"]["sha256"] == hashlib.sha256(mine).hexdigest()  # the committed file wrote it
+    assert plugins["scorer"]["module"] == "pyterrier.text" and plugins["scorer"]["version"]
+    assert any(t.startswith("three_grade@") for t in shipped_templates(folder))

@@ -142,8 +142,15 @@ def _attribute(module: Any, module_name: str, attr: str, where: str) -> Any:
 
 
 def _ref(type_name: str, module: Any, module_name: str, attr: str) -> PluginRef:
+    """The record of a plug-in: its file relative to the current folder when it lies there (no machine's absolute path
+    is recorded: an installed module is named by its distribution), and the file's sha256."""
     file = getattr(module, "__file__", None)
     sha = hashlib.sha256(Path(file).read_bytes()).hexdigest() if file and Path(file).is_file() else None
+    if file:
+        try:
+            file = Path(file).resolve().relative_to(Path.cwd().resolve()).as_posix()
+        except ValueError:
+            file = None
     dist = None
     top = module_name.split(".")[0]
     for name in metadata.packages_distributions().get(top, []) if not module_name.endswith(".py") else []:
