@@ -71,7 +71,7 @@ def from_spec(options: Mapping[str, Any], dataset: Any, path: str = "first_stage
     fb_lambda}, or a given run {run, depth, format} (superb.pipelines.run_stage)."""
     if "run" in options:
         from superb.pipelines.run_stage import RunStage
-        from superb.run_files import run_options
+        from superb.trec.run_files import run_options
 
         return RunStage(dataset, run_options(options, path), path=path)
     return _stage(dataset, options_from_spec(options, available_fields=_dataset_fields(dataset), path=path))

@@ -1,4 +1,4 @@
-"""One ``[[pipelines]]`` entry of a spec as superb.spec read it: what superb.pipelines.systems builds a system from."""
+"""One ``[[pipelines]]`` entry of a spec as superb.run.spec read it: what superb.pipelines.systems builds a system from."""
 
 from __future__ import annotations
 

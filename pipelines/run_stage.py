@@ -3,11 +3,11 @@
 ``first_stage = { run = "FILE", depth = 100 }`` (``format = "trec" | "rank_llm"``, by default from the suffix:
 .json is rank_llm's candidates file) or ``run = "dataset:bm25"`` (a run the data set provides: TREC DL's BM25 top 100).
 The stage returns, for each query it is given, the run's documents in the order they are evaluated in (score
-descending, then docno descending: :mod:`superb.runs`' rule, which is trec_eval's) cut at ``depth``, with the file's
+descending, then docno descending: :mod:`superb.trec.runs`' rule, which is trec_eval's) cut at ``depth``, with the file's
 scores; so a run that nothing reranks scores exactly what trec_eval gives the file, and a reranker sees the same top k
 as every other tool that reads the file.
 
-Checks (superb.run_files reads the file strictly: a malformed line or a repeated document is a DataError naming
+Checks (superb.trec.run_files reads the file strictly: a malformed line or a repeated document is a DataError naming
 file:line, when the spec is read), and, when the stage is built (before any LLM call):
 - documents of the run that the data set does not have are counted (``run_docnos_not_in_dataset``) and warned about;
   a pipeline that reranks such a run (its stages need the documents' text) is refused (:func:`check_reranked`);
@@ -26,7 +26,7 @@ import pandas as pd
 import pyterrier as pt
 
 from superb.errors import DataError
-from superb.run_files import DATASET_PREFIX, RunFile, RunOptions, read_run_file
+from superb.trec.run_files import DATASET_PREFIX, RunFile, RunOptions, read_run_file
 from superb.transformers.registry import stage_facts
 
 log = logging.getLogger(__name__)

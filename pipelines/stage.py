@@ -2,7 +2,7 @@
 
 It owns what both engines share: input validation, query sanitising (:func:`sanitise_query`), empty queries
 (counted, no results), the depth cut-off, keeping the original query text, and the tie rule
-(:mod:`superb.runs`): documents ordered and ranked by score descending then docno descending, as
+(:mod:`superb.trec.runs`): documents ordered and ranked by score descending then docno descending, as
 trec_eval orders them, so what a top-k reranker sees is fixed (scores stay the engine's; run files separate tied
 scores in rank order). Among documents tied exactly at the depth cut-off, the engine's own choice of which ones it
 returned stands. The engine (:mod:`superb.pipelines.terrier` or :mod:`superb.pipelines.pisa`) only maps
@@ -21,7 +21,7 @@ from superb.pipelines.options import FirstStageOptions
 from superb.pipelines.pisa import PisaEngine
 from superb.pipelines.query_text import sanitise_query
 from superb.pipelines.terrier import TerrierEngine
-from superb.runs import trec_order
+from superb.trec.runs import trec_order
 
 _RESULT_COLUMNS = ("docno", "score", "rank")
 

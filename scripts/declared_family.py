@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from superb.eval.stats import correct
-from superb.results import read_table
+from superb.run.results import read_table
 
 def raw_test(table: pd.DataFrame, system: str, against: str, view: str, measure: str) -> tuple[float, float]:
     """(delta of system minus against, raw p) of the table row comparing the two, in either orientation."""

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from superb.provenance import record_bench
-from superb.spec import load_spec
+from superb.run.spec import load_spec
 
 BAR = re.compile(r"(?P<name>[^\r\n|]+?):\s+\d+%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<")
 

@@ -28,14 +28,14 @@ import time
 from pathlib import Path
 
 from superb.errors import SuperbError
-from superb.experiment import run_experiment
+from superb.run.experiment import run_experiment
 from superb.judges.commands.run import run_judge_spec
 from superb.judges.commands.spec import parse_judge_spec
 from superb.llm.cache import ResponseCache
 from superb.llm.ship import SHIPPED_FILE, replay
 from superb.provenance import record_bench
-from superb.results import write_results
-from superb.spec import parse_spec, read_toml
+from superb.run.results import write_results
+from superb.run.spec import parse_spec, read_toml
 
 OUT = Path("results/bench/rerun_identical.csv")
 FIELDS = ["folder", "file", "committed_sha256", "rerun_sha256", "identical", "rerun_seconds", "written_at_commit",

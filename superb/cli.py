@@ -21,7 +21,7 @@ from superb.llm.pace import time_line
 from superb import interrupt, provenance
 from superb.atomic import check_replaceable, replacing
 from superb.report import write_report
-from superb.spec import load_spec
+from superb.run.spec import load_spec
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,8 +143,8 @@ def _register_optional(sub, module: str) -> None:
 
 
 def _cmd_run(args) -> int:
-    from superb.experiment import run_experiment
-    from superb.results import write_results
+    from superb.run.experiment import run_experiment
+    from superb.run.results import write_results
 
     spec = load_spec(args.spec)
     out = args.out or Path(spec.output or Path("results") / spec.name)
@@ -166,8 +166,8 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from superb.evaluate_runs import evaluate_runs
-    from superb.results import write_results
+    from superb.run.evaluate_runs import evaluate_runs
+    from superb.run.results import write_results
 
     out = args.out or Path("results") / args.name
     check_replaceable(out)
@@ -190,7 +190,7 @@ def dry_run_report(result) -> str:
     from the answers (setwise heap, pairwise sort or sliding) gets none in a dry run, so its count is an estimate: the
     path its placeholder answers take, which the real answers may make shorter or longer (on DL19, setwise heap top 20
     counted 1,591 calls dry and made 861 live: a model that mostly picks the first item stops every sift early)."""
-    from superb.results import usage_frame
+    from superb.run.results import usage_frame
 
     usage = usage_frame(result)
     adaptive = [name for name, pr in result.pipelines.items() if pr.calls_depend_on_answers]
@@ -231,7 +231,7 @@ def _llm_exit_code(spec, result) -> int:
 
 
 def _shard(text: str):
-    from superb.shards import Shard
+    from superb.run.shards import Shard
 
     try:
         return Shard.parse(text)
@@ -240,8 +240,8 @@ def _shard(text: str):
 
 
 def _cmd_merge(args) -> int:
-    from superb.merge import merge_shards
-    from superb.results import write_results
+    from superb.run.merge import merge_shards
+    from superb.run.results import write_results
 
     result = merge_shards(args.shards)
     spec = result.spec
@@ -326,7 +326,7 @@ def _cmd_show(args) -> int:
 
 def _cmd_compare(args) -> int:
     from superb.eval.table_markdown import format_side_by_side, side_by_side
-    from superb.results import read_table
+    from superb.run.results import read_table
 
     try:
         a, b = read_table(args.a), read_table(args.b)

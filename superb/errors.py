@@ -19,7 +19,7 @@ class SpecError(SuperbError, ValueError):
 
 
 class SpecErrors(SpecError):
-    """Several independent errors of one spec, reported together (superb.spec reads every part it can before it
+    """Several independent errors of one spec, reported together (superb.run.spec reads every part it can before it
     raises). ``errors`` holds them in the spec's order; the message is one error per line, so that the CLI's
     ``superb: error: ...`` prefix introduces the first and each further one starts with its own key path."""
 

@@ -34,10 +34,10 @@ def score_columns(run: pd.DataFrame) -> list[str]:
 
 def stage_scores_frame(runs: dict[str, pd.DataFrame], top: int = TOP) -> pd.DataFrame:
     """The top ``top`` of each query of each run (in the order and with the ranks runs/SYSTEM.run is written with:
-    superb.runs.strictly_decreasing) with their ``*_score`` columns."""
+    superb.trec.runs.strictly_decreasing) with their ``*_score`` columns."""
     import pyterrier as pt
 
-    from superb.runs import strictly_decreasing
+    from superb.trec.runs import strictly_decreasing
 
     parts, columns = [], []
     for name, run in runs.items():

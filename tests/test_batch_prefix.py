@@ -18,7 +18,7 @@ from chorus_specs import QUERIES, chorus_spec
 from fakeserver import FakeServer, Fault, answer_batch_file
 from superb.batch.collect import run_round
 from superb.cli import main
-from superb.spec import load_spec
+from superb.run.spec import load_spec
 from test_batch_cli import SECRET
 from test_batch_rounds import model
 

@@ -79,11 +79,11 @@ first_stage = {{ run = "dataset:candidates", depth = 100 }}
 
 
 def test_a_replayed_reranker_writes_trec_dl_2019s_run_files_with_0_calls(files, monkeypatch):
-    from superb.experiment import run_experiment
+    from superb.run.experiment import run_experiment
     from superb.llm.cache import ResponseCache
     from superb.llm.ship import replay
-    from superb.results import write_results
-    from superb.spec import parse_spec, read_toml
+    from superb.run.results import write_results
+    from superb.run.spec import parse_spec, read_toml
 
     committed = ROOT / "results" / "trec_dl19"
     cache_file = files / "cache.sqlite"

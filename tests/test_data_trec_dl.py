@@ -50,7 +50,7 @@ def test_dl19_label_counts_are_those_of_source_md(home):
 def test_bm25_from_the_run_file_scores_the_published_numbers_under_pytrec_eval(home):
     import pytrec_eval
 
-    from superb.run_files import read_run_file
+    from superb.trec.run_files import read_run_file
 
     for year, expected in ((2019, (0.5058, 0.4116)), (2020, (0.4796, 0.3500))):
         ds = load_dataset({"name": "trec-dl", "year": year})

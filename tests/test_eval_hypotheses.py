@@ -15,7 +15,7 @@ from superb.eval.families import Hypothesis, by_construction, families
 from superb.eval.measures import parse_measures
 from superb.eval.table_markdown import CONFIRMED, EXPLORED, format_markdown
 from superb.eval.stats import PairedTest
-from superb.spec import parse_spec
+from superb.run.spec import parse_spec
 from test_eval_report import BASELINES, INFO, MEASURES, ORDER, POSITIONS, QRELS, RUNS, TOPICS
 
 KEYS = ["system", "baseline", "view", "measure"]

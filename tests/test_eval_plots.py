@@ -35,8 +35,8 @@ def test_gain_plot_writes_png(tmp_path):
 def test_cost_of_a_system_includes_its_inputs():
     """A fusion makes no call itself, yet costs the LLM stages it fuses: the cost plot places each system at the
     requests of its whole input chain."""
-    from superb.results import cumulative_cost
-    from superb.spec import PipelineSpec
+    from superb.run.results import cumulative_cost
+    from superb.run.spec import PipelineSpec
 
     pipelines = (PipelineSpec(name="BM25", path="p[0]", first_stage={"engine": "pisa"}),
                  PipelineSpec(name="P", path="p[1]", input="BM25", rerank=({"type": "pointwise"},)),

@@ -1,4 +1,4 @@
-"""`superb evaluate` (superb/evaluate_runs.py): run files + qrels -> superb's table with 0 LLM calls.
+"""`superb evaluate` (superb/run/evaluate_runs.py): run files + qrels -> superb's table with 0 LLM calls.
 
 On real runs (rank_llm's BM25 over DL19 and a run made outside superb, experiments/runs/dl19_pyterrier_dph.run):
 its numbers equal pytrec_eval + scipy's paired t-test (not superb's code), and equal a spec run over the same run

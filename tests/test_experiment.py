@@ -150,7 +150,7 @@ def test_help_lists_subcommands(capsys):
 
 
 def test_repairs_count_answers_not_kinds_and_fallbacks_apart():
-    from superb.results import repairs_and_fallbacks
+    from superb.run.results import repairs_and_fallbacks
 
     # one listwise answer with two missing ids: 1 repaired answer, not 3
     assert repairs_and_fallbacks({"repair_missing": 2, "repaired_answers": 1, "calls": 6}) == (1, 0)

@@ -166,9 +166,9 @@ def test_walks_every_superb_package():
     graph = import_graph()
     packages = {name.rpartition(".")[0] for name in graph if name.count(".") >= 2}
     assert {"superb.pipelines", "superb.transformers", "superb.llm", "superb.judges", "superb.eval"} <= packages
-    assert "superb.runs" in graph and "superb.llm.dryrun" in graph["superb.llm.connect"]
+    assert "superb.trec.runs" in graph and "superb.llm.dryrun" in graph["superb.llm.connect"]
     # function-local imports are edges too: results.py imports superb.eval.evaluate inside a function
-    assert "superb.eval.evaluate" in graph["superb.results"]
+    assert "superb.eval.evaluate" in graph["superb.run.results"]
 
 
 def test_find_cycles_names_the_cycle():

@@ -20,12 +20,11 @@ from test_import_cycles import import_graph
 
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("superb.errors", "superb.options", "superb.digest", "superb.paths", "superb.atomic", "superb.exit_codes",
-        "superb.interrupt", "superb.runs", "superb.run_files", "superb.stage_scores", "superb.provenance"),
+        "superb.interrupt", "superb.trec", "superb.stage_scores", "superb.provenance"),
     1: ("superb.llm", "superb.data", "superb.eval"),
     2: ("superb.pipelines", "superb.transformers", "superb.extend"),
     3: ("superb.judges", "superb.report", "superb.batch"),
-    4: ("superb.spec", "superb.spec_names", "superb.spec_pipelines", "superb.experiment", "superb.results",
-        "superb.merge", "superb.shards", "superb.evaluate_runs", "superb.cli", "superb.judges.commands", "superb.judges.fill",
+    4: ("superb.run", "superb.cli", "superb.judges.commands", "superb.judges.fill",
         "superb.judges.studies.label_run", "superb.judges.studies.calibration_run", "superb.batch.cli",
         "superb.batch.collect"),
 }

@@ -57,7 +57,7 @@ def test_the_table_reads_a_small_models_margins():
 def test_wands_spec_reads_superb_home_and_states_a_measured_time(tmp_path, monkeypatch):
     from superb.data import load_dataset
     from superb.judges.commands.spec import parse_judge_spec
-    from superb.spec import read_toml
+    from superb.run.spec import read_toml
     from test_judges_pairwise_study import write_wands
 
     raw = read_toml(ROOT / "experiments" / "wands_pairwise_judge.toml")

@@ -16,7 +16,7 @@ from chorus_judge_helpers import MIRROR, GradeModel, chorus_grades
 from fakeserver import FakeServer
 from superb.cli import main
 from superb.eval.view_verdicts import verdict_changes, views_sentence
-from superb.results import read_table
+from superb.run.results import read_table
 
 TEST_QUERIES = ["q001", "q003", "q004", "q005", "q006"]
 

@@ -96,7 +96,7 @@ def test_max_failure_share_bounds_the_accepted_failures():
 def test_prompt_cache_is_a_boolean_placement_option():
     """[llm] prompt_cache: on by default (today's embedded server), false evaluates every prompt from scratch; it says
     how the server computes, not what is asked, so it is no part of the shard spec digest (nor of the cache key)."""
-    from superb.shards import PLACEMENT_KEYS
+    from superb.run.shards import PLACEMENT_KEYS
 
     assert LLMConfig().prompt_cache is True
     assert LLMConfig.from_spec({"prompt_cache": False}).prompt_cache is False

@@ -98,7 +98,7 @@ def test_the_anchors_are_quoted_with_their_model_and_never_marked():
 
 
 def test_the_defaults_are_the_specs():
-    from superb.spec import EvaluationSpec
+    from superb.run.spec import EvaluationSpec
 
     spec = EvaluationSpec()
     assert SPEC_DEFAULTS == {"test": spec.test, "correction": spec.correction, "alpha": spec.alpha}

@@ -178,8 +178,8 @@ def test_superb_run_with_expansion_on_terrier(chorus_run_home):
     for name in ("Q2D", "PISA BM25 >> expanded-bm25"):
         run = pd.read_csv(out / systems[name], sep=" ", header=None, names=["qid", "q0", "docno", "rank", "score", "t"])
         assert run.groupby("qid").size().min() > 0, name
-    from superb.experiment import run_experiment
-    from superb.spec import load_spec
+    from superb.run.experiment import run_experiment
+    from superb.run.spec import load_spec
 
     bad = PIPELINES.replace("expand = { repeat = 2 }", "expand = { k = 2 }")
     spec.write_text(chorus_spec("bad", srv.base_url, home / "cache.sqlite", bad, queries=queries,

@@ -130,8 +130,8 @@ def test_fuse_errors_name_what_is_missing():
 @pytest.mark.slow
 def test_spec_bm25_biencoder_pointwise_fuse(tmp_path, chorus_mirror):
     pytest.importorskip("onnxruntime")
-    from superb.experiment import run_experiment
-    from superb.spec import parse_spec
+    from superb.run.experiment import run_experiment
+    from superb.run.spec import parse_spec
     from superb.transformers.biencoder import MiniLMEncoder  # noqa: F401  (skips below if its files are missing)
 
     def yes_by_length(req):

@@ -42,8 +42,8 @@ first_stage = {{ engine = "pisa", model = "bm25", depth = 10 }}
 
 
 def run(folder: Path, systems: dict[str, str]):
-    from superb.experiment import run_experiment
-    from superb.spec import load_spec
+    from superb.run.experiment import run_experiment
+    from superb.run.spec import load_spec
 
     return run_experiment(load_spec(write_spec(folder, systems)), progress=False)
 
@@ -59,7 +59,7 @@ def siblings(out: Path) -> list[str]:
 
 
 def test_a_reused_folder_keeps_no_file_of_the_earlier_run(data):
-    from superb.results import write_results
+    from superb.run.results import write_results
 
     out = data / "results" / "folder"
     write_results(run(data, SYSTEMS_A), out)
@@ -78,8 +78,8 @@ def test_a_reused_folder_keeps_no_file_of_the_earlier_run(data):
 
 
 def test_a_write_failing_midway_leaves_the_earlier_folder_whole(data, monkeypatch):
-    import superb.results
-    from superb.results import write_results
+    import superb.run.results
+    from superb.run.results import write_results
 
     out = data / "folder"
     write_results(run(data, SYSTEMS_A), out)
@@ -90,7 +90,7 @@ def test_a_write_failing_midway_leaves_the_earlier_folder_whole(data, monkeypatc
         written.extend(sorted(p.name for p in folder.iterdir()))
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(superb.results, "_plots", broken_plots)
+    monkeypatch.setattr(superb.run.results, "_plots", broken_plots)
     with pytest.raises(OSError, match="No space left"):
         write_results(run(data, SYSTEMS_B), out)
     assert "table.csv" in written and "runs" in written  # it failed midway, not before starting
@@ -100,23 +100,23 @@ def test_a_write_failing_midway_leaves_the_earlier_folder_whole(data, monkeypatc
 
 KILLED_WRITER = """
 import sys, time
-import superb.results
-from superb.experiment import run_experiment
-from superb.spec import load_spec
+import superb.run.results
+from superb.run.experiment import run_experiment
+from superb.run.spec import load_spec
 
 def slow_plots(result, ev, usage, folder):
     print("WRITING", folder, flush=True)
     time.sleep(120)
 
-superb.results._plots = slow_plots
-superb.results.write_results(run_experiment(load_spec(sys.argv[1]), progress=False), sys.argv[2])
+superb.run.results._plots = slow_plots
+superb.run.results.write_results(run_experiment(load_spec(sys.argv[1]), progress=False), sys.argv[2])
 """
 
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two renames"])
 def test_a_kill_during_the_write_leaves_the_earlier_folder_whole(data, monkeypatch, exchange):
     import superb.atomic
-    from superb.results import write_results
+    from superb.run.results import write_results
 
     if not exchange:  # the swap where RENAME_EXCHANGE is not available (macOS, Windows, some file systems)
         monkeypatch.setattr(superb.atomic, "_exchange", lambda a, b: False)
@@ -143,7 +143,7 @@ def test_a_kill_during_the_write_leaves_the_earlier_folder_whole(data, monkeypat
 
 def test_a_swap_cut_between_its_two_renames_is_undone(data):
     from superb.atomic import remove_stale
-    from superb.results import write_results
+    from superb.run.results import write_results
 
     out = data / "folder"
     write_results(run(data, SYSTEMS_A), out)
@@ -156,7 +156,7 @@ def test_a_swap_cut_between_its_two_renames_is_undone(data):
 
 
 def test_systems_sharing_a_file_are_refused_before_anything_is_written(data):
-    from superb.results import write_results
+    from superb.run.results import write_results
 
     result = run(data, SYSTEMS_A)
     pipelines = dict(result.pipelines)
@@ -168,7 +168,7 @@ def test_systems_sharing_a_file_are_refused_before_anything_is_written(data):
 
 
 def test_a_folder_superb_did_not_write_is_never_replaced(data):
-    from superb.results import write_results
+    from superb.run.results import write_results
 
     result = run(data, SYSTEMS_B)
     mine = data / "mine"

@@ -1,4 +1,4 @@
-"""Given runs (superb/run_files.py, pipelines/run_stage.py): read strictly, refused before any LLM call.
+"""Given runs (superb/trec/run_files.py, pipelines/run_stage.py): read strictly, refused before any LLM call.
 
 Real files: the TREC DL run and rank_llm's candidates from the data mirror; bad files are copies made broken the way
 they arrive (a truncated JSON, an edited line, a repeated document). End to end through `superb run` on the local
@@ -16,7 +16,7 @@ from fakeserver import FakeServer, yes
 from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from superb.cli import main
 from superb.errors import DataError, SpecError
-from superb.run_files import read_run_file, run_options
+from superb.trec.run_files import read_run_file, run_options
 
 
 def test_the_rank_llm_json_and_the_trec_file_are_the_same_ranking(trec_dl_files):

@@ -173,7 +173,7 @@ def test_each_stage_writes_its_own_column_and_no_llm_score(type_name):
 # ---- the spec knows the blend column: a fuse weight may read it, only where a stage blends ----------------------
 
 def pipelines(alpha: float, key: str):
-    from superb.spec_pipelines import parse_pipelines
+    from superb.run.spec_pipelines import parse_pipelines
 
     return parse_pipelines([
         {"name": "BM25", "first_stage": {"engine": "terrier", "model": "bm25", "depth": 100}},

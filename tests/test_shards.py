@@ -19,7 +19,7 @@ from chorus_specs import QUERIES, chorus_spec
 from conftest import DEFAULT_MIRROR
 from fakeserver import FakeServer
 from superb.cli import main
-from superb.shards import Shard, spec_digest
+from superb.run.shards import Shard, spec_digest
 from test_batch_rounds import model
 
 SECRET = "sk-live-shardsecret-0123456789"

@@ -6,7 +6,7 @@ import pytest
 
 from superb.errors import SpecError
 from superb.eval.measures import DEFAULT_MEASURES
-from superb.spec import load_spec, parse_spec
+from superb.run.spec import load_spec, parse_spec
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 

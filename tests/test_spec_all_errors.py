@@ -1,4 +1,4 @@
-"""A spec's independent errors are reported together, each with its key path (superb.spec.Errors).
+"""A spec's independent errors are reported together, each with its key path (superb.run.spec.Errors).
 
 One reading of a spec with four unrelated mistakes names all four, in the spec's order, and `superb run` prints them
 all and exits 2; an entry that reads a broken one is not reported again (its error would only repeat the first).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from superb.errors import SpecError, SpecErrors
-from superb.spec import parse_spec
+from superb.run.spec import parse_spec
 
 
 def spec(**over) -> dict:

@@ -11,8 +11,8 @@ from local_data import data  # noqa: F401 (a fixture)
 from spec_helpers import write_spec
 from superb.cli import main
 from superb.errors import SpecError
-from superb.spec import parse_spec
-from superb.spec_names import NAME_MAX
+from superb.run.spec import parse_spec
+from superb.run.spec_names import NAME_MAX
 
 
 def spec(folder, url: str, *, name: str = "names", pipeline: str = "BM25 >> pointwise") -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from superb.errors import SpecError
-from superb.spec import parse_spec
+from superb.run.spec import parse_spec
 from superb.transformers.registry import RERANKERS
 
 
@@ -16,8 +16,8 @@ def nothing_opens(monkeypatch):
     def refuse(*args, **kw):
         raise AssertionError("a data set or a model was opened while the spec was read")
 
-    for name in ("superb.data.load_dataset", "superb.experiment.load_dataset", "superb.llm.connect.open_for_spec",
-                 "superb.experiment.open_for_spec"):
+    for name in ("superb.data.load_dataset", "superb.run.experiment.load_dataset", "superb.llm.connect.open_for_spec",
+                 "superb.run.experiment.open_for_spec"):
         monkeypatch.setattr(name, refuse, raising=False)  # patched where it is used, when bound there
     monkeypatch.setattr("superb.llm.server.EmbeddedServer.start", refuse, raising=False)
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from report_helpers import tiny_folder  # noqa: F401 (a fixture)
-from superb.runs import read_run
+from superb.trec.runs import read_run
 from superb.stage_scores import FILE, read_stage_scores, stage_scores_frame, with_stage_scores, write_stage_scores
 
 RANDOM = "BM25 >> shuffle >> random"
@@ -66,7 +66,7 @@ def test_first_stage_scores_are_the_engines(tiny_folder):
     bm25 = runs_of(tiny_folder)["BM25"].set_index(["qid", "docno"])["score"]
     reranked = scores[scores["system"] != "BM25"]
     engine = bm25.loc[list(zip(reranked["qid"], reranked["docno"]))].to_numpy()
-    # the run file holds 32-bit floats, lowered a step where tied (superb.runs)
+    # the run file holds 32-bit floats, lowered a step where tied (superb.trec.runs)
     assert np.allclose(reranked["first_stage_score"].to_numpy(), engine, rtol=1e-5, atol=0)
     assert len(reranked) > 0
 

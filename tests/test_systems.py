@@ -9,8 +9,8 @@ import pyterrier as pt
 import pytest
 
 from superb.errors import DataError
-from superb.runs import is_strictly_decreasing, strictly_decreasing, trec_order
-from superb.spec import PipelineSpec
+from superb.trec.runs import is_strictly_decreasing, strictly_decreasing, trec_order
+from superb.run.spec import PipelineSpec
 from superb.pipelines.systems import Memo, _rerankers
 
 TOPICS = pd.DataFrame({"qid": ["q1", "q2"], "query": ["usb cable", "laptop"]})
@@ -111,7 +111,7 @@ def test_trec_eval_precision_is_why_scores_are_separated_as_32_bit_floats():
 
 
 def test_trec_files_keep_the_separated_scores(tmp_path):
-    from superb.runs import read_run, write_run
+    from superb.trec.runs import read_run, write_run
 
     tied = pt.model.add_ranks(trec_order(pd.DataFrame({"qid": ["q1"] * 3, "docno": ["a", "b", "c"],
                                                        "score": [2.5] * 3})))

@@ -91,7 +91,7 @@ def test_a_relevance_level_no_label_reaches_is_refused_before_anything_runs(fold
 
 def test_the_option_is_checked():
     from superb.judges.commands.spec import parse_judge_spec
-    from superb.spec import parse_spec
+    from superb.run.spec import parse_spec
 
     base = {"name": "x", "dataset": {"name": "chorus"}, "pipelines": [{"name": "B", "first_stage": {
         "engine": "pisa", "model": "bm25"}}]}

@@ -10,7 +10,7 @@ the input has none, and checks what comes back before anything later reads it, n
 - a document of its input that it leaves out is kept below the ones it scored, in input order, and counted
   (``stats["dropped_by_stage"]``); a non-finite score sorts last and is counted (``stats["nonfinite_scores"]``).
 
-What it returns is ordered by the project's run-order rule (superb.runs.trec_order: score descending, then docno
+What it returns is ordered by the project's run-order rule (superb.trec.runs.trec_order: score descending, then docno
 descending, as trec_eval reads a run file); the rest of the query (below top_k) follows in its input order. As for
 every superb stage, the transformer's own score is kept in ``<type>_score`` (``<stage>_score`` when the spec names the
 stage), ``score`` becomes n - position and ``first_stage_score`` is kept, so the run file reads the same order under
@@ -27,7 +27,7 @@ import pandas as pd
 import pyterrier as pt
 
 from superb.errors import StageError, SuperbError
-from superb.runs import trec_order
+from superb.trec.runs import trec_order
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
 RETURNED_COLUMNS = ("qid", "docno", "score")

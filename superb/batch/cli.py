@@ -30,7 +30,7 @@ from superb.llm.batch_results import import_results
 from superb.llm.cache import ResponseCache
 from superb.llm.model import model_id
 from superb.llm.ship import replay, write_shipped
-from superb.spec import load_spec
+from superb.run.spec import load_spec
 
 
 def register(subparsers: Any) -> None:
@@ -190,7 +190,7 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    from superb.experiment import run_experiment
+    from superb.run.experiment import run_experiment
 
     if not str(args.out).endswith(".jsonl.gz"):
         raise SuperbError(f"--out {args.out}: a responses file is gzip JSONL; name it NAME.jsonl.gz")

@@ -72,7 +72,7 @@ def run_round(spec: Any, out: Path | None = None, *, max_lines: int | None = Non
               progress: bool = False) -> Round:
     """One pass; with ``out``, the requests are recorded as pending and written there (sorted by key; split into
     ``out``-1, -2, ... when ``max_lines``/``max_bytes`` are given), else only counted (status, dry runs)."""
-    from superb.experiment import run_experiment
+    from superb.run.experiment import run_experiment
 
     config = llm_config(spec)
     path = cache_path(config)

@@ -11,7 +11,7 @@ without converting its passages by hand.
   whitespace collapsed (as trec-dl's), so prompts are the same as trec-dl's over the same file.
 - queries: one per entry (its qid is its hits'), the text of the entry's ``query``; with ``topics``, the topics of the
   candidates' queries, whose text must equal the entry's (a query without a topic, or another text, is a DataError).
-- the ranking: ``first_stage = { run = "dataset:candidates" }`` reads the file with superb.run_files' strict reader
+- the ranking: ``first_stage = { run = "dataset:candidates" }`` reads the file with superb.trec.run_files' strict reader
   (every defect named with its place); it is the data set's first stage, as trec-dl's ``dataset:bm25``.
 - ``text_kind = "passage"``: the rerankers' default templates are the passage ones, their default prompt field ``text``.
 
@@ -64,7 +64,7 @@ class CandidatesDataset(Dataset):
         """(qid, query text, [(docno, passage text), ...]) per entry with hits, read once: the ranking first, by the
         strict run reader, then the passages' text."""
         if self._entries is None:
-            from superb.run_files import read_run_file  # here: it loads pandas' run machinery only when data is read
+            from superb.trec.run_files import read_run_file  # here: it loads pandas' run machinery only when data is read
 
             read_run_file(self.files["file"], "rank_llm")  # the ranking's defects, each with its place
             self._entries, empty = read_passages(self.files["file"])

@@ -36,7 +36,7 @@ from superb.eval.effects import mde, paired_interval, strictest_alpha
 from superb.eval.families import Family, Hypothesis, families
 from superb.eval.families import plan
 from superb.eval.stats import PairedTest, correct
-from superb.runs import strictly_decreasing
+from superb.trec.runs import strictly_decreasing
 
 VIEW_KINDS = {"full": False, "condensed": True}  # view name -> judged_only
 TABLE_COLUMNS = ["system", "view", "measure", "n_queries", "n_no_relevant", "mean", "kind", "baseline", "baseline_mean",
@@ -161,7 +161,7 @@ def significance(runs: Mapping[str, pd.DataFrame], topics: pd.DataFrame, views: 
 
     if perquery is None:
         perquery = pd.concat([per_query(runs, topics, v, measures) for v in views], ignore_index=True)
-    for h in hypotheses:  # a spec's HypothesisSpec names measures as written ("P@5"): superb.results maps them
+    for h in hypotheses:  # a spec's HypothesisSpec names measures as written ("P@5"): superb.run.results maps them
         if not isinstance(h, Hypothesis):
             raise TypeError(f"hypotheses must be superb.eval.families.Hypothesis (measures named as the table names "
                             f"them, e.g. 'P(rel=2)@5'), got {type(h).__name__}")
@@ -232,7 +232,7 @@ def _verdict(row, constructed) -> str:
 
 
 def _frames(runs: Mapping[str, pd.DataFrame]) -> list[pd.DataFrame]:
-    """The runs as pt.Experiment reads them: strictly decreasing scores in their rank order (superb.runs:
+    """The runs as pt.Experiment reads them: strictly decreasing scores in their rank order (superb.trec.runs:
     a no-op for superb's runs; for a run with tied scores, its ``rank`` column decides, else trec_eval's rule), so
     that every ir_measures provider (pytrec_eval, Judged...) sees the same ranking."""
 

@@ -40,8 +40,8 @@ class Family:
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """A declared confirmatory comparison: superb.spec.HypothesisSpec's fields, ``measures`` named as the table
-    names them (``repr`` of the parsed measure, e.g. "P(rel=2)@5"; superb.results.evaluate maps the spec's names).
+    """A declared confirmatory comparison: superb.run.spec.HypothesisSpec's fields, ``measures`` named as the table
+    names them (``repr`` of the parsed measure, e.g. "P(rel=2)@5"; superb.run.results.evaluate maps the spec's names).
     ``measures`` and ``views`` None mean every one of the table's."""
 
     system: str
@@ -133,7 +133,7 @@ def by_construction(pipelines, measures: Sequence) -> set[tuple[str, str, str]]:
     """(system, against, measure) whose values agree on every query by construction: both systems reorder the same
     ranking (their nearest common input) only inside its top k, and the measure counts the relevant documents of a
     top c with c >= k (P, R, Success): P@20 of a top-20 reranker equals its first stage's. ``pipelines``:
-    superb.spec.PipelineSpec (name, input, rerank); a reranker without a ``top_k`` may change any rank."""
+    superb.run.spec.PipelineSpec (name, input, rerank); a reranker without a ``top_k`` may change any rank."""
     by_name = {p.name: p for p in pipelines}
 
     def chain(name: str) -> list[tuple[str, float]]:

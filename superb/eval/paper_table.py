@@ -38,7 +38,7 @@ AVERAGE = "average"
 DEFAULT_MEASURES = ("nDCG@10",)
 BIENCODER_MODEL = "all-MiniLM-L6-v2"  # transformers/biencoder.py
 ANCHOR_COLUMNS = ("method", "model", "source")
-#: what a spec's [evaluation] means when it leaves these out (superb.spec.EvaluationSpec's defaults, a layer above:
+#: what a spec's [evaluation] means when it leaves these out (superb.run.spec.EvaluationSpec's defaults, a layer above:
 #: tests/test_paper_table.py pins them equal)
 SPEC_DEFAULTS = {"test": "t", "correction": "holm", "alpha": 0.05}
 

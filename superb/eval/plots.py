@@ -39,7 +39,7 @@ def _save(fig, path) -> Path:
 def cost_plot(points: pd.DataFrame, path, *, measure_label: str = "nDCG@10") -> Path:
     """Two panels: ``ndcg10`` against LLM calls per query and against prompt tokens per query, one numbered point
     per system and a key of the numbers beside the panels (names written next to points overlap once a table has
-    more than a handful of systems; first stages sit at zero cost, and superb.results passes each system's cost with
+    more than a handful of systems; first stages sit at zero cost, and superb.run.results passes each system's cost with
     its inputs, so a fusion sits at the cost of the stages it fuses). Writes a PNG to ``path`` and returns it."""
     _require(points, COST_COLUMNS, "points")
     if points.empty:

@@ -49,7 +49,7 @@ class ResponseLog:
 
     def write(self, path: Path) -> dict[str, Any]:
         """The shipped file at ``path`` (see :func:`write_shipped`); the results writer calls this on whatever
-        ``ExperimentResult.responses`` holds (a merge of shards holds superb.merge.MergedResponses instead)."""
+        ``ExperimentResult.responses`` holds (a merge of shards holds superb.run.merge.MergedResponses instead)."""
         return write_shipped(self, path)
 
 

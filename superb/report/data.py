@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SuperbError
-from superb.runs import LABELS_ONLY, read_qrels, read_run
+from superb.trec.runs import LABELS_ONLY, read_qrels, read_run
 from superb.stage_scores import KEYS, read_stage_scores
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class Titles:
 
 
 def _in_rank_order(run: pd.DataFrame) -> pd.DataFrame:
-    """A run (superb.runs.read_run) in rank order per query, the file's query order kept."""
+    """A run (superb.trec.runs.read_run) in rank order per query, the file's query order kept."""
     order = pd.factorize(run["qid"])[0]
     return run.assign(_q=order).sort_values(["_q", "rank"], kind="mergesort").drop(columns=["_q"])
 

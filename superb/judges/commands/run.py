@@ -46,7 +46,7 @@ import pandas as pd
 
 from superb.atomic import replacing
 from superb.errors import DataError, SpecError
-from superb.experiment import select_topics
+from superb.run.experiment import select_topics
 from superb.judges.agreement import per_label
 from superb.judges.judge import build_judge
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec

@@ -100,7 +100,7 @@ from superb.judges.commands.spec_studies import (BenchmarkSpec, CalibrationSpec,
                                                  parse_benchmark, parse_calibration, parse_label_study,
                                                  parse_pairwise)
 from superb.options import check_keys, typed
-from superb.spec import parse_queries, read_toml
+from superb.run.spec import parse_queries, read_toml
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -122,7 +122,7 @@ class PoolSpec:
 class JudgeSpec:
     name: str
     dataset: dict[str, Any]
-    queries: Any  # superb.spec.QueriesSpec
+    queries: Any  # superb.run.spec.QueriesSpec
     pool: PoolSpec
     llm: dict[str, Any] | None
     variants: tuple[tuple[str, dict[str, Any]], ...]  # (variant name, build_judge options)

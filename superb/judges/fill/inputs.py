@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import SpecError
-from superb.experiment import ExperimentResult, PipelineResult
+from superb.run.experiment import ExperimentResult, PipelineResult
 from superb.judges.scoring import PRESETS
 
 SCOPES = ("all", "unjudged")
@@ -57,7 +57,7 @@ class Folder:
     usage: pd.DataFrame
 
     def result(self):
-        """An ExperimentResult holding what evaluation needs (superb.results.evaluate / write_table)."""
+        """An ExperimentResult holding what evaluation needs (superb.run.results.evaluate / write_table)."""
 
         return ExperimentResult(spec=self.spec, topics=self.topics, qrels=self.qrels,
                                 pipelines={n: PipelineResult(n, r, 0.0) for n, r in self.runs.items()},

@@ -64,8 +64,8 @@ from superb.judges.scoring import build_scoring_judge
 from superb.judges.studies.calibration import Ensemble, KappaCutSearch
 from superb.llm.connect import open_for_spec
 from superb.llm.ship import response_log
-from superb.runs import read_qrels, read_run, strictly_decreasing
-from superb.spec import parse_spec
+from superb.trec.runs import read_qrels, read_run, strictly_decreasing
+from superb.run.spec import parse_spec
 
 
 def read_folder(path: str | Path) -> Folder:
@@ -95,7 +95,7 @@ def read_folder(path: str | Path) -> Folder:
 
 def top_pairs(runs: dict[str, pd.DataFrame], depth: int) -> pd.DataFrame:
     """qid, docno, systems (how many systems rank it in their top ``depth``), best_rank: the union of every run's
-    top ``depth`` (rank order by superb.runs, as evaluation reads the runs)."""
+    top ``depth`` (rank order by superb.trec.runs, as evaluation reads the runs)."""
 
     parts = []
     for name, run in runs.items():

@@ -118,7 +118,7 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
                 options: FillOptions) -> dict:
     from superb.eval.evaluate import View
     from superb.eval.view_verdicts import verdict_changes, views_sentence
-    from superb.results import evaluate, write_table
+    from superb.run.results import evaluate, write_table
 
     scored = targets[targets["label"].notna()].astype({"label": int})
     llm = scored[["qid", "docno", "label"]].reset_index(drop=True)

@@ -30,13 +30,13 @@ import pandas as pd
 
 from superb.errors import DataError, SpecError
 from superb.eval.measures import parse_measures
-from superb.experiment import run_systems
+from superb.run.experiment import run_systems
 from superb.judges.commands.spec_studies import LabelStudySpec
 from superb.judges.pair_agreement import markdown_cells, markdown_header
 from superb.judges.records import Judgment
 from superb.judges.studies.label import label_study, verdict_flips
-from superb.runs import read_run
-from superb.spec import PipelineSpec
+from superb.trec.runs import read_run
+from superb.run.spec import PipelineSpec
 
 
 def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_name: str

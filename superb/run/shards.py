@@ -11,7 +11,7 @@ A shard folder is a normal results folder (its table covers the shard's queries 
 provenance.json carries a ``sharding`` record: the shard, the rule, the digest of the spec (:func:`spec_digest`),
 the spec's whole selection and the shard's qids, each pipeline's exact counters and LLM usage, its run's rows and
 the queries it has no row for, and the sha256 of every file of the folder (:func:`file_digests`).
-``merge`` (superb/merge.py) reads only the folders: no data set, index or model is needed where it runs.
+``merge`` (superb/run/merge.py) reads only the folders: no data set, index or model is needed where it runs.
 """
 
 from __future__ import annotations

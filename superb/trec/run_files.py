@@ -11,7 +11,7 @@ is read line by line and every defect is reported with its place, before anythin
 
 A document repeated within one query is a DataError naming both lines (trec_eval would count it twice). The rows
 come back in the order they are evaluated in: per query (queries in file order), score descending, then docno
-descending (:func:`superb.runs.trec_order`, trec_eval's rule), with ``rank`` renumbered 1.. in that order. Where
+descending (:func:`superb.trec.runs.trec_order`, trec_eval's rule), with ``rank`` renumbered 1.. in that order. Where
 the file's own ranks disagree with that order (beyond ties), the number of queries is counted in
 ``RunFile.rank_disagreements``: trec_eval ignores the rank column, and so does superb.
 """
@@ -29,7 +29,7 @@ import pandas as pd
 from superb.digest import sha256_file
 from superb.errors import DataError, utf8_error
 from superb.errors import SpecError
-from superb.runs import trec_order
+from superb.trec.runs import trec_order
 
 FORMATS = ("trec", "rank_llm")
 RUN_KEYS = ("run", "depth", "format")  # a spec's first_stage table that is a given run

@@ -3,7 +3,7 @@
 A pipeline with ``input = "X"`` is ``X >> its rerankers``, and X's own pipeline is computed once (a shared prefix),
 so a table of several rerankers over one first stage pays for that first stage once. LLM calls go through the shared
 response cache, so an interrupted experiment, run again, repeats no completed call. Evaluation and the results
-folder are superb.results' (pt.Experiment underneath).
+folder are superb.run.results' (pt.Experiment underneath).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from superb.errors import DataError, SpecError
 from superb.llm import describe
 from superb.llm.connect import check_table, open_for_spec
 from superb.llm.ship import response_log
-from superb.spec import PipelineSpec, QueriesSpec, Spec
+from superb.run.spec import PipelineSpec, QueriesSpec, Spec
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class ExperimentResult:
     llm_info: dict[str, Any] | None
     timings: dict[str, float]
     responses: Any = None  # superb.llm.ship.ResponseLog: the cached answers this run used (shipped with results)
-    sharding: dict[str, Any] | None = None  # a shard's or a merge's record (superb/shards.py, superb/merge.py)
+    sharding: dict[str, Any] | None = None  # a shard's or a merge's record (superb/run/shards.py, superb/run/merge.py)
     query_checks: dict[str, Any] = field(default_factory=dict)  # selected queries without labels (unjudged_queries)
 
 
@@ -136,7 +136,7 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
     shared prefix once; ``progress=False`` turns the rerankers' progress bars off. ``dry_run``: the LLM is a
     DryRunClient that counts the calls the response cache cannot serve (see superb.llm.connect.open_for_spec).
     ``llm``: a client to use instead of opening the spec's [llm] (e.g. the collecting client of a batch export,
-    superb/batch/); the caller closes it. ``shard``: a superb.shards.Shard: run only its part of the selected
+    superb/batch/); the caller closes it. ``shard``: a superb.run.shards.Shard: run only its part of the selected
     queries (`superb run --shard i/n`; `superb merge` joins the parts)."""
     from superb.data import load_dataset
 
@@ -228,7 +228,7 @@ def _checked_run(run: pd.DataFrame, name: str, path: str) -> pd.DataFrame:
     """The run with the columns evaluation needs; a run without ranks is ranked by trec_eval's rule."""
     import pyterrier as pt
 
-    from superb.runs import trec_order
+    from superb.trec.runs import trec_order
 
     missing = {"qid", "docno", "score"} - set(run.columns)
     if missing:

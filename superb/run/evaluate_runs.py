@@ -4,8 +4,8 @@
                     [--hypotheses hyp.toml] [--measures nDCG@10 P@10] [--rel 2] [--topics topics.tsv] [--out DIR]
 
 Each run file becomes a system exactly as ``first_stage = { run = "FILE" }`` makes one in a spec (the same strict
-reader, superb.run_files, and the same order: trec_eval's), and the folder is written by the same writer as ``superb
-run`` (superb.results): table.md, table.csv, perquery.csv, power.csv, runs/, qrels.trec, provenance.json, and
+reader, superb.trec.run_files, and the same order: trec_eval's), and the folder is written by the same writer as ``superb
+run`` (superb.run.results): table.md, table.csv, perquery.csv, power.csv, runs/, qrels.trec, provenance.json, and
 report.html (document ids instead of titles: no data set is named). So a spec over the same run files, qrels and
 options gives the same numbers (tests/test_evaluate_runs.py checks it).
 
@@ -28,10 +28,10 @@ import pandas as pd
 
 from superb.digest import sha256_file
 from superb.errors import DataError, SpecError
-from superb.run_files import read_run_file
-from superb.runs import LABELS_ONLY, read_qrels
-from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results
-from superb.spec import parse_spec, read_toml
+from superb.trec.run_files import read_run_file
+from superb.trec.runs import LABELS_ONLY, read_qrels
+from superb.run.experiment import ExperimentResult, PipelineResult, _queries_without_results
+from superb.run.spec import parse_spec, read_toml
 
 log = logging.getLogger(__name__)
 

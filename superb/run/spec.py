@@ -3,10 +3,10 @@
 Only the shape common to every experiment is checked here (top-level keys, queries, evaluation, pipelines and their
 baselines), plus what would otherwise fail after the LLM calls: every measure is parsed and computed once on a tiny
 judged query (:func:`check_measures`) and system names that would write one file are refused
-(superb/spec_names.py). The [[pipelines]] entries are read by superb/spec_pipelines.py. The tables handed to other layers -- ``[dataset]`` to
+(superb/run/spec_names.py). The [[pipelines]] entries are read by superb/run/spec_pipelines.py. The tables handed to other layers -- ``[dataset]`` to
 :func:`superb.data.load_dataset`, ``[llm]`` to ``LLMConfig.from_spec``, ``first_stage`` to
 :func:`superb.pipelines.from_spec`, each ``rerank`` entry to :func:`superb.transformers.build_reranker` -- are checked
-by those layers, with the same key-path error messages, all before the first LLM call (superb.experiment builds every
+by those layers, with the same key-path error messages, all before the first LLM call (superb.run.experiment builds every
 system before it runs any). Unknown keys are always rejected, never dropped.
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 from superb.errors import Errors, SpecError
 from superb.options import check_keys, typed
 from superb.pipelines.pipeline_spec import PipelineSpec
-from superb.spec_names import NAME_RE, SPEC_NAME_ROOM, check_name_length
-from superb.spec_pipelines import parse_pipelines
+from superb.run.spec_names import NAME_RE, SPEC_NAME_ROOM, check_name_length
+from superb.run.spec_pipelines import parse_pipelines
 
 INTERVALS = ("t", "bootstrap")
 NO_RELEVANT = ("keep", "drop")

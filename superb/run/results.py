@@ -14,7 +14,7 @@ Layout of ``results/NAME/``:
                            table_<view>.csv (superb.eval.table_files; read both with read_table)
   perquery.csv             one row per (system, view, qid, measure), plus Judged@10 (view "full")
   usage.csv                LLM calls, tokens, cache hits, reranker repairs/fallbacks per system
-  runs/SYSTEM.run          TREC run files (pt.io), scores strictly decreasing in rank order (superb.runs):
+  runs/SYSTEM.run          TREC run files (pt.io), scores strictly decreasing in rank order (superb.trec.runs):
                            trec_eval, ir_measures or pt.Experiment on these files and qrels.trec give table.csv
   systems.json             system name -> run file
   stage_scores.csv.gz      each stage's own raw score (first_stage_score, <stage>_score, <stage>_blend_score with
@@ -46,13 +46,13 @@ from superb.eval.stats import PairedTest
 from superb.eval.table_files import read_tables, write_tables
 from superb.eval.table_markdown import format_markdown
 from superb.eval.view_verdicts import views_sentence
-from superb.experiment import ExperimentResult
+from superb.run.experiment import ExperimentResult
 from superb.llm.prompts import file_records
 from superb.llm.ship import ship_responses
 from superb.provenance import write as write_provenance
-from superb.runs import TIE_RULE, write_run
-from superb.shards import file_digests
-from superb.spec_names import check_file_names, file_name
+from superb.trec.runs import TIE_RULE, write_run
+from superb.run.shards import file_digests
+from superb.run.spec_names import check_file_names, file_name
 from superb.stage_scores import write_stage_scores
 from superb.transformers.registry import plugin_records
 
@@ -229,7 +229,7 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
         "systems": systems, "ties": TIE_RULE,
     }
     given = {n: p.given_run for n, p in result.pipelines.items() if getattr(p, "given_run", None)}
-    if given:  # first stages read from run files: which file, its sha256 (superb.run_files)
+    if given:  # first stages read from run files: which file, its sha256 (superb.trec.run_files)
         provenance["given_runs"] = given
     prompts = file_records(result.spec.raw)
     if prompts:  # prompt templates from the user's files: which file, its sha256, the id its requests carry
@@ -237,7 +237,7 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     plugins = plugin_records(result.spec.pipelines)
     if plugins:  # stage types from outside superb: their module and its file's sha256 or package version
         provenance["plugins"] = plugins
-    if getattr(result, "sharding", None):  # a shard of a run, or a merge of shards (superb/shards.py, merge.py)
+    if getattr(result, "sharding", None):  # a shard of a run, or a merge of shards (superb/run/shards.py, merge.py)
         provenance["sharding"] = result.sharding
     path = write_provenance(out_dir, provenance)  # + packages, project (commit, dirty, diff), host; source.patch
     ship_responses(result, out_dir)  # responses.jsonl.gz: the LLM answers used, so the folder re-derives anywhere

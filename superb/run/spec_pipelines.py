@@ -10,7 +10,7 @@ from typing import Any
 from superb.errors import Errors, SpecError
 from superb.options import check_keys, typed
 from superb.pipelines.pipeline_spec import PipelineSpec
-from superb.spec_names import NAME_RE, SYSTEM_NAME_ROOM, check_file_names, check_name_length, file_name
+from superb.run.spec_names import NAME_RE, SYSTEM_NAME_ROOM, check_file_names, check_name_length, file_name
 from superb.transformers.registry import check_stage, score_columns
 
 
@@ -55,7 +55,7 @@ def _parse_pipeline(table: Any, path: str, seen: dict[str, PipelineSpec], broken
                               "pipeline's name whose run this one reranks)")
     first_stage = typed(table, "first_stage", dict, path, default=None)
     if first_stage is not None and "run" in first_stage:  # a given run: its file is read and checked now
-        from superb.run_files import run_options  # here: it loads pandas, which reading a spec otherwise does not
+        from superb.trec.run_files import run_options  # here: it loads pandas, which reading a spec otherwise does not
 
         run_options(first_stage, f"{path}.first_stage")
     source = typed(table, "input", str, path, default=None)

@@ -1,4 +1,4 @@
-"""``superb merge results/NAME.shard-*``: the shard folders of one spec (superb/shards.py) as one experiment.
+"""``superb merge results/NAME.shard-*``: the shard folders of one spec (superb/run/shards.py) as one experiment.
 
 The checks, each an error that names what is wrong: every folder is a shard folder; the shards split the same
 selection the same way (same n); they come from the same spec (the digest of its defining keys: the differing key
@@ -16,7 +16,7 @@ The merge: topics, qrels and every system's run concatenated in the spec's query
 LLM usage summed (from the exact values of the shards' provenance); the shipped responses merged by key (one row per
 key: a key two shards used is kept once, and a key they answered differently is counted as a conflict and keeps the
 lower shard's answer); each shard's stage_scores.csv.gz joined to its runs (superb.stage_scores). The result goes
-through the results writer of ``superb run`` (superb.results.write_results): one table, with its significance over
+through the results writer of ``superb run`` (superb.run.results.write_results): one table, with its significance over
 all queries. Merge reads only the folders: no data set, index or model.
 """
 
@@ -35,10 +35,10 @@ import pandas as pd
 
 from superb.digest import sha256_file
 from superb.errors import DataError
-from superb.experiment import ExperimentResult, PipelineResult
+from superb.run.experiment import ExperimentResult, PipelineResult
 from superb.llm.ship import _sha256, read_lines, write_lines
-from superb.shards import SHARD_RULE, Shard, spec_differences, spec_digest
-from superb.spec import parse_spec
+from superb.run.shards import SHARD_RULE, Shard, spec_differences, spec_digest
+from superb.run.spec import parse_spec
 from superb.stage_scores import with_stage_scores
 
 EXAMPLES = 8  # qids or keys named in a message
@@ -92,7 +92,7 @@ class ShardFolder:
         return systems
 
     def runs(self) -> dict[str, pd.DataFrame]:
-        from superb.runs import read_run
+        from superb.trec.runs import read_run
 
         return with_stage_scores({name: read_run(self.file(rel)) for name, rel in self.systems().items()}, self.path)
 
@@ -101,7 +101,7 @@ class ShardFolder:
                            keep_default_na=False)
 
     def qrels(self) -> pd.DataFrame:
-        from superb.runs import read_qrels
+        from superb.trec.runs import read_qrels
 
         return read_qrels(self.file("qrels.trec"))
 
@@ -273,7 +273,7 @@ def _some(qids: list[str]) -> str:
 
 def merge_shards(folders: list[str | Path]):
     """The shards as one ExperimentResult (spec, topics, qrels, runs, summed counters and usage, merged
-    responses), ready for superb.results.write_results."""
+    responses), ready for superb.run.results.write_results."""
 
     t0 = time.perf_counter()
     if not folders:
