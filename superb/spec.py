@@ -12,14 +12,13 @@ system before it runs any). Unknown keys are always rejected, never dropped.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from superb.errors import Errors, SpecError
-from superb.options import check_keys, typed
+from superb.options import check_keys, read_toml, typed
 from superb.pipelines.pipeline_spec import PipelineSpec
 from superb.spec_names import NAME_RE, SPEC_NAME_ROOM, check_name_length
 from superb.spec_pipelines import parse_pipelines
@@ -99,17 +98,6 @@ class Spec:
             if q is not None:
                 ranked.append(p.name)
         return ranked
-
-
-def read_toml(path: str | Path, what: str = "spec file", hint: str = "experiments/*.toml are examples") -> dict:
-    """A spec file's TOML as a dict; a missing file or bad TOML is a SpecError naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError("", f"{what} {path} does not exist ({hint})")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError("", f"{path} is not valid TOML: {exc}") from exc
 
 
 def load_spec(path: str | Path) -> Spec:
