@@ -30,7 +30,7 @@ from superb.digest import sha256_file
 from superb.errors import DataError, SpecError
 from superb.run_files import read_run_file
 from superb.runs import LABELS_ONLY, read_qrels
-from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results
+from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results, check_evaluable
 from superb.spec import parse_spec, read_toml
 
 log = logging.getLogger(__name__)
@@ -118,15 +118,27 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
     chosen = read_topics(labels, topics)
     if chosen.empty:
         raise DataError(f"{qrels}: no query has a label; nothing to evaluate")
+    # as `superb run` refuses it, before anything is evaluated: a paired test needs 2 labelled queries
+    check_evaluable(spec, chosen, labels, fix=("give a qrels file with more labelled queries" +
+                                               (" or more queries in --topics" if topics is not None else "") +
+                                               ", or --baseline none (no tests)"))
     results = {}
+    labelled = set(labels["qid"])
     for p, path in zip(spec.pipelines, runs):
         rows = read_run_file(path).rows
         strangers = sorted(set(rows["qid"]) - set(chosen["qid"]))
-        if strangers:
-            log.warning("run %s: %d queries have no labels in %s (e.g. %s): ignored", path, len(strangers), qrels,
-                        strangers[:3])
+        unlabelled = [q for q in strangers if q not in labelled]
+        if unlabelled:
+            log.warning("run %s: %d queries have no labels in %s (e.g. %s): ignored", path, len(unlabelled), qrels,
+                        unlabelled[:3])
+        unselected = [q for q in strangers if q in labelled]
+        if unselected:
+            log.warning("run %s: %d queries are not in --topics %s (e.g. %s): not evaluated", path,
+                        len(unselected), topics, unselected[:3])
         run = chosen.merge(rows, on="qid")
-        stats = {"run_queries_without_labels": len(strangers), **_queries_without_results(p.name, chosen, run)}
+        stats = {"run_queries_without_labels": len(unlabelled), **_queries_without_results(p.name, chosen, run)}
+        if unselected:
+            stats["run_queries_not_in_topics"] = len(unselected)
         results[p.name] = PipelineResult(name=p.name, run=run, seconds=0.0, stats=stats)
     qrels_used = labels[labels["qid"].isin(set(chosen["qid"]))].reset_index(drop=True)
 

@@ -59,17 +59,19 @@ def check_topics(topics: pd.DataFrame) -> pd.DataFrame:
     return topics
 
 
-def check_evaluable(spec: Spec, topics: pd.DataFrame, qrels: pd.DataFrame, *, sharded: bool = False) -> None:
+def check_evaluable(spec: Spec, topics: pd.DataFrame, qrels: pd.DataFrame, *, sharded: bool = False,
+                    fix: str = "") -> None:
     """Before any system runs: evaluation needs a selected query with labels, and a paired significance test (any
-    pipeline with a baseline or a compare) two of them; else a DataError now, not a crash after the LLM calls."""
+    pipeline with a baseline or a compare) two of them; else a DataError now, not a crash after the LLM calls.
+    ``fix``: the way out to name (default: a spec's)."""
     judged = sorted(set(topics["qid"]) & set(qrels["qid"]))
     tested = any(b is not None for b in spec.baselines.values()) or any(spec.comparisons.values())
     need = 2 if tested else 1
     if len(judged) >= need:
         return
     why = "a paired significance test (a baseline or compare) needs at least 2" if tested else "nothing to evaluate"
-    fix = "use fewer shards, so that each holds at least 2 labelled queries" if sharded else \
-        "select more queries in [queries]" + (", or set baseline = false on every pipeline" if tested else "")
+    fix = fix or ("use fewer shards, so that each holds at least 2 labelled queries" if sharded else
+                  "select more queries in [queries]" + (", or set baseline = false on every pipeline" if tested else ""))
     raise DataError(f"{len(judged)} of the {len(topics)} selected queries have relevance labels "
                     f"({', '.join(judged) or 'none'}): {why}; {fix}")
 

@@ -22,6 +22,7 @@ import pandas as pd
 from superb.data.base import (Dataset, as_str, check_options, compose_text, file_record, require_file,
                               utf8_error)
 from superb.errors import DataError, SpecError
+from superb.runs import label_error
 
 OPTIONS = ("name", "docs", "queries", "qrels", "fields", "text_fields", "rel_threshold", "labels")
 HOW = {
@@ -34,7 +35,7 @@ HOW = {
 def _lines(file: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of a UTF-8 file; bytes that are not UTF-8 are a DataError naming the line and column."""
     try:
-        with open(file, encoding="utf-8") as handle:
+        with open(file, encoding="utf-8-sig") as handle:  # -sig: a leading byte-order mark is dropped
             yield from enumerate(handle, 1)
     except UnicodeDecodeError as exc:
         raise utf8_error(file, exc) from None
@@ -56,7 +57,8 @@ def _read_jsonl(file: Path) -> list[dict]:
 
 
 def read_queries_tsv(file: Path) -> pd.DataFrame:
-    rows = []
+    """qid, query of a ``qid<TAB>query`` file; a qid given twice is a DataError naming both lines."""
+    rows, first = [], {}
     for number, line in _lines(file):
         line = line.rstrip("\n").rstrip("\r")
         if not line.strip() or (number == 1 and line.lower() == "qid\tquery"):
@@ -64,7 +66,11 @@ def read_queries_tsv(file: Path) -> pd.DataFrame:
         qid, sep, query = line.partition("\t")
         if not sep:
             raise DataError(f"{file}:{number}: expected `qid<TAB>query`, found {line[:60]!r}. {HOW['queries']}")
-        rows.append((qid.strip(), query.strip()))
+        qid = qid.strip()
+        if first.setdefault(qid, number) != number:
+            raise DataError(f"{file}:{number}: query {qid!r} is already given at line {first[qid]}; a topics file "
+                            "lists each query once: remove one")
+        rows.append((qid, query.strip()))
     return pd.DataFrame(rows, columns=["qid", "query"])
 
 
@@ -77,11 +83,10 @@ def read_trec_qrels(file: Path) -> pd.DataFrame:
         if len(parts) != 4:
             raise DataError(f"{file}:{number}: expected 4 columns `qid iteration docno label`, found {len(parts)}. "
                             f"{HOW['qrels']}")
-        try:
-            label = int(parts[3])
-        except ValueError as exc:
-            raise DataError(f"{file}:{number}: label {parts[3]!r} is not an integer. {HOW['qrels']}") from exc
-        rows.append((parts[0], parts[2], label))
+        error = label_error(parts[3], f"{file}:{number}")
+        if error:
+            raise DataError(f"{error}. {HOW['qrels']}")
+        rows.append((parts[0], parts[2], int(parts[3])))
     return pd.DataFrame(rows, columns=["qid", "docno", "label"])
 
 
