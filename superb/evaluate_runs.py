@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from superb.digest import sha256_file
-from superb.errors import DataError, SpecError
+from superb.errors import DataError, Errors, SpecError
 from superb.run_files import read_run_file
 from superb.runs import LABELS_ONLY, read_qrels
 from superb.experiment import ExperimentResult, PipelineResult, _queries_without_results, check_evaluable
@@ -53,10 +53,13 @@ def system_names(runs: list[Path], names: str | None) -> list[str]:
 
 def build_spec(runs: list[Path], *, qrels: Path, names: list[str], baseline: str | None, measures: list[str] | None,
                views: list[str] | None, rel: int, hypotheses: Path | None, name: str, topics: Path | None):
-    """The spec that `superb run` would read for these runs: one pipeline per run file."""
+    """The spec that `superb run` would read for these runs: one pipeline per run file. Independent errors (the
+    baseline, the hypotheses file, every measure, every hypothesis) are reported at once."""
 
+    errors = Errors()
     if baseline is not None and baseline not in names:
-        raise SpecError("--baseline", f"{baseline!r} is not one of the systems {names}")
+        errors.found.append(SpecError("--baseline", f"{baseline!r} is not one of the systems {names}"))
+        baseline = None
 
     pipelines = []
     for system, run in zip(names, runs):
@@ -80,11 +83,12 @@ def build_spec(runs: list[Path], *, qrels: Path, names: list[str], baseline: str
         raw["dataset"]["topics"] = str(topics)
     if hypotheses is not None:
         table = read_toml(hypotheses, what="hypotheses file", hint="[[hypotheses]] tables as in a spec")
-        extra = sorted(set(table) - {"hypotheses"})
-        if extra:
-            raise SpecError(extra[0], f"{hypotheses} may only hold [[hypotheses]] tables")
+        for key in sorted(set(table) - {"hypotheses"}):
+            errors.found.append(SpecError(key, f"{hypotheses} may only hold [[hypotheses]] tables"))
         raw["hypotheses"] = table.get("hypotheses", [])
-    return parse_spec(raw)
+    spec = errors.part(parse_spec, raw)
+    errors.raise_any()
+    return spec
 
 
 def read_topics(qrels: pd.DataFrame, topics: Path | None) -> pd.DataFrame:
