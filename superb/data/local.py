@@ -8,6 +8,9 @@ Options:
   text_fields  fields joined (one per line) into the default text of documents that have no "text" (default: fields).
   rel_threshold  label >= this is relevant for binary measures (default 1).
   labels    the label scale (default: the distinct labels found in the qrels).
+  text_kind "passage" or "product": which default templates and prompt field the rerankers use (passage: the papers'
+            passage prompts, field ``text``, as irds and trec-dl have it; product: the shop prompts, field
+            ``title``). Default: "passage" when the documents have no field but ``text`` (passages), else "product".
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from superb.data.base import (Dataset, as_str, check_options, compose_text, file
 from superb.errors import DataError, SpecError
 from superb.runs import label_error
 
-OPTIONS = ("name", "docs", "queries", "qrels", "fields", "text_fields", "rel_threshold", "labels")
+OPTIONS = ("name", "docs", "queries", "qrels", "fields", "text_fields", "rel_threshold", "labels", "text_kind")
+KINDS = ("passage", "product")
 HOW = {
     "docs": "Give a JSONL file, one document per line with a \"docno\" and string fields, as option `docs`.",
     "queries": "Give a tab-separated file of `qid<TAB>query` lines as option `queries`.",
@@ -95,7 +99,7 @@ class LocalDataset(Dataset):
 
     def __init__(self, files: Mapping[str, Path], *, fields: tuple[str, ...] | None,
                  text_fields: tuple[str, ...] | None, rel_threshold: int, labels: tuple[int, ...] | None,
-                 options: Mapping[str, Any], path: str = "dataset"):
+                 options: Mapping[str, Any], path: str = "dataset", text_kind: str | None = None):
         self.files = dict(files)
         self._rows = _read_jsonl(self.files["docs"])
         if fields is None:
@@ -111,6 +115,9 @@ class LocalDataset(Dataset):
             labels = tuple(sorted(set(read_trec_qrels(self.files["qrels"])["label"])))
         super().__init__(name="local", fields=fields, rel_threshold=rel_threshold, labels=labels,
                          label_names={}, options=options)
+        self.text_kind = text_kind or ("passage" if not fields else "product")
+        if self.text_kind == "passage":
+            self.prompt_fields = ("text",)  # the passage itself, as irds and trec-dl show it
 
     def _load_docs(self) -> Iterator[dict]:
         for row in self._rows:
@@ -147,7 +154,10 @@ def load(config: Mapping[str, Any], path: str = "dataset") -> LocalDataset:
     labels = config.get("labels")
     if labels is not None and (not isinstance(labels, (list, tuple)) or not all(isinstance(x, int) for x in labels)):
         raise SpecError(f"{path}.labels", f"expected a list of integer labels, got {labels!r}")
-    return LocalDataset(files, fields=_str_tuple(config, "fields", path),
+    kind = config.get("text_kind")
+    if kind is not None and kind not in KINDS:
+        raise SpecError(f"{path}.text_kind", f"expected one of {list(KINDS)}, got {kind!r}")
+    return LocalDataset(files, fields=_str_tuple(config, "fields", path), text_kind=kind,
                         text_fields=_str_tuple(config, "text_fields", path),
                         rel_threshold=rel, labels=tuple(labels) if labels is not None else None,
                         options={k: v for k, v in config.items() if k != "name"}, path=path)
