@@ -55,7 +55,7 @@ def test_a_field_the_documents_lack_is_a_spec_error_before_any_call(tmp_path, mo
         requests = srv.requests
     err = capsys.readouterr().err
     assert code == 2 and requests == 0
-    assert "the documents of data set 'local' have no field 'title'" in err and "their fields are ['text']" in err
+    assert "unknown passage field(s) ['title']: the documents of data set 'local' have ['text']" in err
 
 
 def test_a_product_data_set_without_a_title_refuses_the_default_field(tmp_path, monkeypatch, capsys):
@@ -63,7 +63,7 @@ def test_a_product_data_set_without_a_title_refuses_the_default_field(tmp_path, 
     with FakeServer(responder=yes) as srv:
         spec = write(tmp_path, srv.base_url, '{ type = "pointwise", variant = "yesno" }', 'text_kind = "product"')
         code = main(["run", spec, "--out", str(tmp_path / "out")])
-    assert code == 2 and "have no field 'title'" in capsys.readouterr().err
+    assert code == 2 and "unknown product field(s) ['title']" in capsys.readouterr().err
 
 
 def test_passages_get_the_passage_template_and_their_text(tmp_path, monkeypatch, capsys):

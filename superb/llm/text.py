@@ -205,10 +205,10 @@ class ProductText:
             have = [*known, *(["text"] if "text" not in known else [])]  # every document has a text (superb.data)
             unknown = [f for f in self.fields if f not in have]
             if unknown:
-                name = getattr(dataset, "name", "")
-                raise SpecError("fields", f"the documents of data set {name!r} have no field {unknown[0]!r}"
-                                          f"{f' (nor {unknown[1:]})' if unknown[1:] else ''}, so every prompt would "
-                                          f"show it empty; their fields are {have}: name those in fields = [...]")
+                kind = "passage" if getattr(dataset, "text_kind", "product") == "passage" else "product"
+                raise SpecError("fields", f"unknown {kind} field(s) {unknown}: the documents of data set "
+                                          f"{getattr(dataset, 'name', '')!r} have {have}, and a field they lack "
+                                          "would show every prompt an empty text; name those in fields = [...]")
         self._memo: dict[str, tuple[str, Counter]] = {}
 
     def __repr__(self) -> str:
