@@ -20,9 +20,19 @@ read the same way.
 
 The value at the place must round to the written number at its precision: 0.6399 is f"{v:.4f}" of v; 1,736 is
 v = 1736 (thousands separators as written); 71% is v = 0.71 (a share) or 71 at the written precision; a number written
-with a sign (+0.0167, -0.0206, or U+2212 as the minus) is compared signed, one without a sign with |v| ("behind by
-0.0116" for a delta of -0.0116); <0.0001 is a bound, 0 <= v < 0.0001 (a p-value too small for its digits, not
-"0.0000"). So a change of a README number in its last digit fails.
+with a sign (+0.0167, -0.0206, or U+2212 as the minus) is compared signed; <0.0001 is a bound, 0 <= v < 0.0001 (a
+p-value too small for its digits, not "0.0000"). So a change of a README number in its last digit fails.
+
+Sign and identity, not only the rounded magnitude (a number bound to the right value in the wrong cell passes the
+magnitude check):
+- A number written without a sign states a value >= 0: bound to a negative cell it fails, unless the words just
+  before it say which side ("behind by 0.0116", "trails ... by 0.0116": the cell must be <= 0; "ahead by",
+  "leads ... by": the cell must be >= 0). So "A is ahead of B by 0.0116" must be bound to A - B, not to B - A.
+- The same number written twice on one line and bound to one place fails: each states its own value (the weights
+  0.375 / 0.375 of a fusion both bound to weights/deliberated). The same value restated at another precision or as
+  a percentage is fine.
+A number bound to a cell that merely holds the same value (PISA BM25's 0.573 bound to Terrier RM3's 0.573) is not
+caught by the value; bind by the row's names (`bind` chooses by the words around the number) and review.
 
 Blocks `<!-- numbers from FILES -->` ... `<!-- end numbers -->` mark prose that states results: every number written
 in a block must be bound. Not numbers: names such as nDCG@10, P(rel=2)@5, 1.5B, Qwen2.5, a `0-3` label range,
@@ -283,24 +293,72 @@ def shown_path(readme: Path) -> Path:
     return readme.relative_to(ROOT) if readme.is_relative_to(ROOT) else readme
 
 
-def mismatch(b: Bound) -> str | None:
-    """Why the bound number `b` is wrong (a message naming the place and the file's current value), or None."""
+BEHIND = re.compile(r"\b(?:behind|trails?|trailing|below)\b[^.;:\n\[]{0,60}?\bby\s*$", re.I)
+AHEAD = re.compile(r"\b(?:ahead|leads?|leading|above)\b[^.;:\n\[]{0,60}?\bby\s*$", re.I)
+
+
+def side(before: str) -> str:
+    """Which sign the words just before an unsigned number give it: "-" (behind by), "+" (ahead by) or ""."""
+    if BEHIND.search(before):
+        return "-"
+    if AHEAD.search(before):
+        return "+"
+    return ""
+
+
+def wrong_sign(v: float, b: Bound, text: str) -> str | None:
+    """Why an unsigned number's cell has the wrong sign for what the text says (see the module doc), or None."""
+    if style(b.written.lstrip("<"))[0] or b.written.startswith("<"):
+        return None
+    decimals = style(b.written)[2]
+    rounded = round(v, decimals + (2 if b.written.endswith("%") else 0))
+    line_start = text.rfind("\n", 0, b.start) + 1
+    wanted = side(text[line_start:b.start - 1])
+    if wanted == "-" and rounded > 0:
+        return f"the text says it is behind by {b.written}, but the cell holds {v!r} (> 0): bind the delta of the " \
+               "side that is behind (or write the number with its sign)"
+    if wanted != "-" and rounded < 0:
+        said = "ahead by" if wanted == "+" else "it without a sign"
+        return f"the text says {said}, but the cell holds {v!r} (< 0): bind the delta in the other direction " \
+               "(the side that is ahead minus the other), or write the number with its sign"
+    return None
+
+
+def mismatch(b: Bound, text: str = "") -> str | None:
+    """Why the bound number `b` is wrong (a message naming the place and the file's current value), or None;
+    ``text`` (the README's) for the sign and identity checks."""
     rel = shown_path(b.readme)
     try:
         v = value_at(b.target, b.readme.parent)
     except BindingError as e:
         return f"{rel}:{b.line}: {b.written} is bound to a place that cannot be read: {e}"
-    if matches(v, b.written):
-        return None
-    return (f"{rel}:{b.line}: {b.written} but the file holds {render(v, b.written)} ({v!r}) at {b.target}"
-            f" (python scripts/readme_numbers.py rebind {rel} writes the file's value)")
+    if not matches(v, b.written):
+        return (f"{rel}:{b.line}: {b.written} but the file holds {render(v, b.written)} ({v!r}) at {b.target}"
+                f" (python scripts/readme_numbers.py rebind {rel} writes the file's value)")
+    sign = wrong_sign(v, b, text) if text else None
+    if sign:
+        return f"{rel}:{b.line}: {b.written} at {b.target}: {sign}"
+    return None
+
+
+def bound_twice(bounds: list[Bound]) -> list[str]:
+    """The same number twice on one line bound to one place (see the module doc)."""
+    seen: dict[tuple[int, str, str], Bound] = {}
+    out = []
+    for b in bounds:
+        first = seen.setdefault((b.line, b.target, b.written), b)
+        if first is not b:
+            out.append(f"{shown_path(b.readme)}:{b.line}: {first.written} and {b.written} are bound to one place "
+                       f"{b.target}: each number of a line states its own value; bind each to its own cell")
+    return out
 
 
 def problems(readme: Path, text: str | None = None) -> list[str]:
     """Each bound number that differs from its place (or whose place cannot be read), each unbound one in a block."""
     text = readme.read_text(encoding="utf-8") if text is None else text
     rel = shown_path(readme)
-    out = [m for b in bound_numbers(readme, text) if (m := mismatch(b))]
+    bounds = bound_numbers(readme, text)
+    out = [m for b in bounds if (m := mismatch(b, text))] + bound_twice(bounds)
     for line, written in unbound_in_blocks(readme, text):
         out.append(f"{rel}:{line}: {written} is in a numbers block but not bound to a place "
                    f"(python scripts/readme_numbers.py bind {rel} proposes one)")
