@@ -226,3 +226,14 @@ def test_every_unsigned_binding_fails_when_its_cell_flips_sign(monkeypatch):
             assert rn.wrong_sign(-v, b, text), f"{readme.relative_to(ROOT)}:{b.line}: {b.written} flipped passes"
             flipped += 1
     assert flipped >= 200
+
+
+def test_results_readme_summarises_every_committed_folder():
+    """results/README.md names every folder of results/ that git holds (issue 46: chorus_expansion_test was missing)."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "results"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    folders = sorted({p.split("/")[1] for p in listed if p.count("/") >= 2})
+    text = (ROOT / "results" / "README.md").read_text(encoding="utf-8")
+    missing = [f for f in folders if f"[`{f}/`]({f}/)" not in text]
+    assert folders and missing == [], f"results/README.md does not summarise {missing}"
