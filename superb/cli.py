@@ -22,6 +22,7 @@ from superb import interrupt, provenance
 from superb.atomic import check_replaceable, check_writable
 from superb.report import write_report
 from superb.spec import load_spec
+from superb.terminal import shown
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             status = None
         except SuperbError as exc:
             if not interrupt.requested():
-                print(f"superb: error: {exc}", file=sys.stderr)
+                print(shown(f"superb: error: {exc}", sys.stderr), file=sys.stderr)
                 return 2
             status = None  # an error of the interrupted work's unwinding: the interrupt is what happened
         if status is None:
@@ -137,10 +138,10 @@ def _cmd_run(args) -> int:
         check_writable(out)
     result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard)
     if args.dry_run:
-        print(dry_run_report(result))
+        print(shown(dry_run_report(result)))
         return 0
     _write(result, out)
-    print((out / "table.md").read_text(encoding="utf-8"))
+    print(shown((out / "table.md").read_text(encoding="utf-8")))
     print(f"results written to {out}/ in {result.timings['total_s']:.1f} s")
     try:
         _report(out)
@@ -160,7 +161,7 @@ def _cmd_evaluate(args) -> int:
                            views=args.views, rel=args.rel, hypotheses=args.hypotheses, name=args.name,
                            topics=args.topics)
     _write(result, out)
-    print((out / "table.md").read_text(encoding="utf-8"))
+    print(shown((out / "table.md").read_text(encoding="utf-8")))
     print(f"results written to {out}/ (0 LLM calls)")
     try:
         _report(out)
@@ -272,12 +273,12 @@ def _cmd_report(args) -> int:
 def _cmd_show(args) -> int:
     """table.md of a `superb run` folder; agreement.md and pairwise.md of a `superb judge` folder."""
     path = args.result / "table.md"
-    shown = [path] if path.is_file() else [args.result / n for n in ("agreement.md", "pairwise.md")
-                                           if (args.result / n).is_file()]
-    if not shown:
+    shown_files = [path] if path.is_file() else [args.result / n for n in ("agreement.md", "pairwise.md")
+                                                 if (args.result / n).is_file()]
+    if not shown_files:
         raise SuperbError(f"{path} does not exist: give a folder written by `superb run` or `superb judge` "
                           "(e.g. results/NAME)")
-    print("\n".join(p.read_text(encoding="utf-8") for p in shown))
+    print(shown("\n".join(p.read_text(encoding="utf-8") for p in shown_files)))
     return 0
 
 

@@ -189,6 +189,7 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
     """THE way superb runs systems (`superb run`, and the label study's first stages): build them all, then run each
     on ``topics``, recording its time, its components' counters and its share of the LLM usage."""
     from superb.pipelines.systems import build_systems
+    from superb.terminal import status
 
     systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
     paths = {p.name: p.path for p in pipelines}
@@ -197,7 +198,11 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
     for name, system in systems.items():
         t0 = time.perf_counter()
         before = _usage_dict(llm)
-        run = _checked_run(system.pipeline(topics), name, paths[name])
+        if name in first_stages and progress:  # a first stage has no bar of its own: a line before and after
+            with status(f"first stage {name}: {len(topics)} queries"):
+                run = _checked_run(system.pipeline(topics), name, paths[name])
+        else:
+            run = _checked_run(system.pipeline(topics), name, paths[name])
         stats = system.stats()
         if name in first_stages:
             stats.update(_queries_without_results(name, topics, run))
