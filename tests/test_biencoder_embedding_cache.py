@@ -72,3 +72,11 @@ def test_a_damaged_store_is_an_error_naming_it(tmp_path):
     (tmp_path / "t.sqlite").write_bytes(b"not a database at all" * 100)
     with pytest.raises(DataError, match=r"t\.sqlite cannot be read .* delete it"):
         EmbeddingStore("t", 384, tmp_path).get(["x"])
+
+
+def test_an_unwritable_store_folder_is_an_error_naming_it(tmp_path):
+    from superb.errors import DataError
+
+    (tmp_path / "afile").write_text("x")  # a folder under a regular file: no user may create it
+    with pytest.raises(DataError, match=r"cannot be opened or written .* make .*afile/sub writable"):
+        EmbeddingStore("t", 384, tmp_path / "afile" / "sub")

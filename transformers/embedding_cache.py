@@ -39,16 +39,20 @@ class EmbeddingStore:
     def __init__(self, name: str, dim: int, folder: Path | None = None):
         self.dim = int(dim)
         self.path = Path(folder or paths.home() / "embeddings") / f"{name}.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, OSError) as exc:
             raise self._damaged(exc) from None
 
     def _damaged(self, exc: Exception) -> DataError:
+        if isinstance(exc, OSError) or (isinstance(exc, sqlite3.OperationalError) and
+                                        any(w in str(exc) for w in ("unable to open", "readonly", "locked"))):
+            return DataError(f"the embedding store {self.path} cannot be opened or written ({exc}): make "
+                             f"{self.path.parent} writable, or point SUPERB_HOME at a folder that is")
         return DataError(f"the embedding store {self.path} cannot be read ({exc}); delete it (`rm {self.path}*`): "
                          "the embeddings are computed again")
 
