@@ -31,8 +31,10 @@ magnitude check):
 - The same number written twice on one line and bound to one place fails: each states its own value (the weights
   0.375 / 0.375 of a fusion both bound to weights/deliberated). The same value restated at another precision or as
   a percentage is fine.
-A number bound to a cell that merely holds the same value (PISA BM25's 0.573 bound to Terrier RM3's 0.573) is not
-caught by the value; bind by the row's names (`bind` chooses by the words around the number) and review.
+- A JSON/TOML place that picks a list element by `field:value` while another element holds the same number at the
+  same path (PISA BM25 and Terrier RM3 both 0.573) must be named in the number's sentence: each selector value
+  (`engine:pisa;model:bm25`; values that are single words) appears there, case-insensitively. So "0.573 (PISA)"
+  bound to Terrier RM3's cell fails. (A CSV row is not checked this way: bind by the row's names and review `bind`'s choices.)
 
 Blocks `<!-- numbers from FILES -->` ... `<!-- end numbers -->` mark prose that states results: every number written
 in a block must be bound. Not numbers: names such as nDCG@10, P(rel=2)@5, 1.5B, Qwen2.5, a `0-3` label range,
@@ -324,6 +326,52 @@ def wrong_sign(v: float, b: Bound, text: str) -> str | None:
     return None
 
 
+CLAUSE_END = re.compile(r"[.;:!?](?=\s)|\n\n")
+
+
+def clause(text: str, start: int, end: int) -> str:
+    """The sentence or clause (between '.', ';', ':' followed by a space, or a blank line) holding text[start:end]."""
+    before = [m.end() for m in CLAUSE_END.finditer(text, 0, start)]
+    after = CLAUSE_END.search(text, end)
+    return text[before[-1] if before else 0: after.start() if after else len(text)]
+
+
+def ambiguous_selectors(b: Bound, text: str) -> list[str]:
+    """Identity: where a JSON/TOML place picks a list element by ``field:value`` and ANOTHER element of that list
+    holds the same number at the same path (PISA BM25 and Terrier RM3 both 0.573), the value cannot tell them apart:
+    the number's sentence or clause must then name each selector value of the element bound (case-insensitively).
+    Returns those it does not name."""
+    path, _, fragment = b.target.partition("#")
+    if not path.endswith((".json", ".toml")) or not text:
+        return []
+    pairs = parse_fragment(fragment)
+    if len(pairs) != 1 or pairs[0][0] != "key":
+        return []
+    steps = pairs[0][1].split("/")
+    tree = read_tree((b.readme.parent / path).resolve())
+    line = clause(text, b.start, b.end).lower()
+    node, missing = tree, []
+    for i, step in enumerate(steps):
+        if isinstance(node, list) and not step.lstrip("-").isdigit() and ":" in step:
+            want = dict(part.partition(":")[::2] for part in step.split(";"))
+            for other in node:
+                if not isinstance(other, dict) or all(str(other.get(k)) == v for k, v in want.items()):
+                    continue
+                try:
+                    value = float(_walk(other, "/".join(steps[i + 1:]), b.target)) if steps[i + 1:] else None
+                except (BindingError, TypeError, ValueError, IndexError, KeyError):
+                    continue
+                if value is not None and matches(value, b.written):  # a word-like value only: a name the prose
+                    missing += [f"{k}:{v}" for k, v in want.items()  # may word otherwise is not held to it
+                                if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", v) and v.lower() not in line]
+                    break
+        try:
+            node = _walk(node, step, b.target)
+        except (BindingError, IndexError, KeyError):
+            return []
+    return sorted(set(missing))
+
+
 def mismatch(b: Bound, text: str = "") -> str | None:
     """Why the bound number `b` is wrong (a message naming the place and the file's current value), or None;
     ``text`` (the README's) for the sign and identity checks."""
@@ -338,6 +386,10 @@ def mismatch(b: Bound, text: str = "") -> str | None:
     sign = wrong_sign(v, b, text) if text else None
     if sign:
         return f"{rel}:{b.line}: {b.written} at {b.target}: {sign}"
+    unnamed = ambiguous_selectors(b, text)
+    if unnamed:
+        return (f"{rel}:{b.line}: {b.written} is bound to {b.target}, but another element of that list holds the same "
+                f"number and its sentence does not name {', '.join(unnamed)}: bind the element the sentence names")
     return None
 
 

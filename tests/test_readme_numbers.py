@@ -237,3 +237,18 @@ def test_results_readme_summarises_every_committed_folder():
     text = (ROOT / "results" / "README.md").read_text(encoding="utf-8")
     missing = [f for f in folders if f"[`{f}/`]({f}/)" not in text]
     assert folders and missing == [], f"results/README.md does not summarise {missing}"
+
+
+@pytest.mark.parametrize("selector, ok", [("engine:pisa;model:bm25", True), ("engine:terrier;model:rm3", False)])
+def test_a_number_bound_to_another_element_holding_the_same_value_fails(tmp_path, selector, ok):
+    """Identity (issue 46: docs/spec.md bound PISA BM25's 0.573 to Terrier RM3's cell, which held 0.573 too)."""
+    (tmp_path / "first_stage.json").write_text(json.dumps({"pipelines": [
+        {"engine": "terrier", "model": "bm25", "nDCG@10": 0.582}, {"engine": "terrier", "model": "rm3", "nDCG@10": 0.573},
+        {"engine": "pisa", "model": "bm25", "nDCG@10": 0.573}]}), encoding="utf-8")
+    readme = write(tmp_path, f"BM25 nDCG@10 [0.582][1] (Terrier) vs [0.573][2] (PISA).\n\n"
+                             f"[1]: <first_stage.json#key=pipelines/engine:terrier;model:bm25/nDCG@10>\n"
+                             f"[2]: <first_stage.json#key=pipelines/{selector}/nDCG@10>")
+    found = rn.problems(readme)
+    assert (found == []) is ok, found
+    if not ok:
+        assert "another element of that list holds the same number" in found[0] and "model:rm3" in found[0]
