@@ -167,6 +167,10 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
             llm_info = describe(llm)
         else:
             llm, llm_info = open_for_spec(spec.llm, stack, dry_run=dry_run)
+        if dry_run:  # a dry run writes no answer and no embedding (superb.transformers.embedding_cache)
+            from superb.transformers.embedding_cache import read_only
+
+            stack.enter_context(read_only())
         results = run_systems(spec.pipelines, dataset, topics, llm=llm, seed=spec.seed, progress=progress)
         if llm is not None and llm_info is not None:
             llm_info["usage_total"] = _usage_dict(llm)

@@ -80,3 +80,20 @@ def test_an_unwritable_store_folder_is_an_error_naming_it(tmp_path):
     (tmp_path / "afile").write_text("x")  # a folder under a regular file: no user may create it
     with pytest.raises(DataError, match=r"cannot be opened or written .* make .*afile/sub writable"):
         EmbeddingStore("t", 384, tmp_path / "afile" / "sub")
+
+
+def test_a_dry_run_reads_the_store_but_creates_or_writes_nothing(tmp_path, monkeypatch):
+    from superb.transformers.embedding_cache import read_only
+
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path))
+    with read_only():
+        BiEncoderReranker(top_k=None)(frame("water bottle"))  # encodes, stores nothing
+    assert not (tmp_path / "embeddings").exists() or not list((tmp_path / "embeddings").iterdir())
+    BiEncoderReranker(top_k=None)(frame("water bottle"))  # a real run fills the store
+    store = next((tmp_path / "embeddings").glob("*.sqlite"))
+    before = store.stat().st_size, store.stat().st_mtime_ns
+    monkeypatch.setattr(biencoder, "MiniLMEncoder", Refuses)
+    with read_only():
+        again = BiEncoderReranker(top_k=None)
+        again(frame("water bottle"))
+    assert again.stats["embedding_store_hits"] == 6 and (store.stat().st_size, store.stat().st_mtime_ns) == before

@@ -8,15 +8,17 @@ sha256 of the exact text: a new model, another budget or another text is another
 
 Why: the TREC DL command re-derives a year from the shipped LLM answers with 0 calls, yet the bi-encoder re-encoded
 its 4,300 passages every time (163 of its 181 s on two cores). A damaged store file is a DataError naming it (delete
-it: the vectors are computed again).
+it: the vectors are computed again). Within :func:`read_only` (a dry run) stores are read, never created or written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,17 @@ from superb import paths
 from superb.errors import DataError
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)"
+_READ_ONLY: ContextVar[bool] = ContextVar("embeddings_read_only", default=False)
+
+
+@contextlib.contextmanager
+def read_only() -> Iterator[None]:
+    """Within it, stores are read but never created or written (a dry run writes nothing)."""
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
 _CHUNK = 500
 
 
@@ -40,11 +53,16 @@ class EmbeddingStore:
         self.dim = int(dim)
         self.path = Path(folder or paths.home() / "embeddings") / f"{name}.sqlite"
         self._lock = threading.Lock()
+        self.read_only = _READ_ONLY.get()
+        self._conn = None
+        if self.read_only and not self.path.is_file():
+            return  # nothing stored yet, and nothing may be created: every text is a miss
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute(_SCHEMA)
+            if not self.read_only:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute(_SCHEMA)
         except (sqlite3.DatabaseError, OSError) as exc:
             raise self._damaged(exc) from None
 
@@ -60,6 +78,8 @@ class EmbeddingStore:
         """The stored vectors of ``texts`` (those found), by text."""
         keys = {text_key(t): t for t in texts}
         found: dict[str, np.ndarray] = {}
+        if self._conn is None:
+            return found
         items = list(keys)
         with self._lock:
             try:
@@ -75,6 +95,8 @@ class EmbeddingStore:
         return found
 
     def put(self, vectors: dict[str, np.ndarray]) -> None:
+        if self.read_only or self._conn is None:
+            return
         rows = [(text_key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()]
         with self._lock:
             try:
@@ -85,12 +107,15 @@ class EmbeddingStore:
                 raise self._damaged(exc) from None
 
     def __len__(self) -> int:
+        if self._conn is None:
+            return 0
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM embeddings").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
 
 
 class CachedEncoder:
