@@ -22,7 +22,7 @@ from superb import interrupt, provenance
 from superb.atomic import check_replaceable, check_writable
 from superb.report import write_report
 from superb.spec import load_spec
-from superb.terminal import shown
+from superb.terminal import shown, wrap_log_lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
+    wrap_log_lines()  # on a terminal, warnings wrap to its width
     for noisy in ("httpx", "httpx2", "httpcore", "openai"):  # one line per HTTP request drowns the progress
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if not hasattr(args, "func"):

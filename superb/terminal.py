@@ -8,6 +8,7 @@ is a terminal, so files and pipes get the text as written (tables, logs and test
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -61,3 +62,23 @@ def shown(text: str, stream: TextIO | None = None) -> str:
     """``text`` as it should be printed on ``stream`` (default stdout): wrapped to the terminal when it is one."""
     stream = stream or sys.stdout
     return wrap_paragraphs(text) if getattr(stream, "isatty", lambda: False)() else text
+
+
+class WrappingFormatter(logging.Formatter):
+    """Log lines (warnings on stderr) wrapped to the terminal's width, continuation lines indented."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        width = shutil.get_terminal_size((100, 24)).columns
+        return "\n".join(textwrap.fill(line, width=width, subsequent_indent="    ", break_long_words=False,
+                                        break_on_hyphens=False) if len(line) > width else line
+                          for line in text.split("\n"))
+
+
+def wrap_log_lines() -> None:
+    """When stderr is a terminal, the root logger's handlers wrap their lines (:class:`WrappingFormatter`)."""
+    if not getattr(sys.stderr, "isatty", lambda: False)():
+        return
+    for handler in logging.getLogger().handlers:
+        fmt = handler.formatter
+        handler.setFormatter(WrappingFormatter(fmt._fmt if fmt else None, fmt.datefmt if fmt else None))

@@ -71,3 +71,16 @@ def test_a_run_says_when_its_index_is_built_and_its_first_stage_runs(data, monke
     err = capsys.readouterr().err
     assert "building the pisa index of data set 'local'" in err
     assert "first stage BM25: 2 queries ...\n" in err and "first stage BM25: 2 queries: done in " in err
+
+
+def test_log_lines_wrap_to_the_terminal():
+    import logging
+
+    from superb.terminal import WrappingFormatter
+
+    record = logging.LogRecord("superb.experiment", logging.WARNING, __file__, 1, LONG, None, None)
+    text = WrappingFormatter("%(name)s %(message)s").format(record)
+    import shutil
+
+    width = shutil.get_terminal_size((100, 24)).columns
+    assert max(len(line) for line in text.splitlines()) <= width and text.splitlines()[1].startswith("    ")
