@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from superb import paths
 from superb.errors import DataError
+from superb.terminal import status
 
 MARKER = "superb-index.json"
 #: Bump when the way indexes are built changes, so old caches are not reused.
@@ -188,7 +189,8 @@ def open_or_build(
     tmp.mkdir()
     try:
         start = time.perf_counter()
-        num_docs = build(tmp)
+        with status(f"building the {engine} index of data set {dataset.name!r} (once; kept in {folder.parent})"):
+            num_docs = build(tmp)
         info = {
             **described,
             "fingerprint": fingerprint,

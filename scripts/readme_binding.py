@@ -12,7 +12,7 @@ from itertools import combinations
 from pathlib import Path
 
 import readme_numbers
-from readme_numbers import BLOCK, csv_rows, definitions, escape, matches, plain_numbers, read_tree, shown_path
+from readme_numbers import BLOCK, csv_rows, definitions, escape, matches, plain_numbers, read_tree, shown_path, side
 
 
 @dataclass
@@ -217,6 +217,11 @@ def bind(readme: Path) -> list[str]:
         for t in plain_numbers(body):
             written = t.group(0)
             hits = [c for c in pool if matches(c.value, written)]
+            if written[:1] not in "+-\u2212<":  # unsigned: a value >= 0, or <= 0 after "behind by" (the checker's rule)
+                line_start = body.rfind("\n", 0, t.start()) + 1
+                negative = side(body[line_start: t.start()]) == "-"
+                hits = [c for c in hits if (c.value <= 0 if negative else c.value >= 0)
+                        or round(c.value, 12) == 0]
             if written[:1] in "+-\u2212":  # a signed number is a difference: a delta cell, never a p-value or a mean
                 hits = [c for c in hits if c.path.suffix != ".csv" or c.col == "delta"
                         or "delta" not in csv_rows(c.path)[0]]

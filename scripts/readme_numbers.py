@@ -20,9 +20,21 @@ read the same way.
 
 The value at the place must round to the written number at its precision: 0.6399 is f"{v:.4f}" of v; 1,736 is
 v = 1736 (thousands separators as written); 71% is v = 0.71 (a share) or 71 at the written precision; a number written
-with a sign (+0.0167, -0.0206, or U+2212 as the minus) is compared signed, one without a sign with |v| ("behind by
-0.0116" for a delta of -0.0116); <0.0001 is a bound, 0 <= v < 0.0001 (a p-value too small for its digits, not
-"0.0000"). So a change of a README number in its last digit fails.
+with a sign (+0.0167, -0.0206, or U+2212 as the minus) is compared signed; <0.0001 is a bound, 0 <= v < 0.0001 (a
+p-value too small for its digits, not "0.0000"). So a change of a README number in its last digit fails.
+
+Sign and identity, not only the rounded magnitude (a number bound to the right value in the wrong cell passes the
+magnitude check):
+- A number written without a sign states a value >= 0: bound to a negative cell it fails, unless the words just
+  before it say which side ("behind by 0.0116", "trails ... by 0.0116": the cell must be <= 0; "ahead by",
+  "leads ... by": the cell must be >= 0). So "A is ahead of B by 0.0116" must be bound to A - B, not to B - A.
+- The same number written twice on one line and bound to one place fails: each states its own value (the weights
+  0.375 / 0.375 of a fusion both bound to weights/deliberated). The same value restated at another precision or as
+  a percentage is fine.
+- A JSON/TOML place that picks a list element by `field:value` while another element holds the same number at the
+  same path (PISA BM25 and Terrier RM3 both 0.573) must be named in the number's sentence: each selector value
+  (`engine:pisa;model:bm25`; values that are single words) appears there, case-insensitively. So "0.573 (PISA)"
+  bound to Terrier RM3's cell fails. (A CSV row is not checked this way: bind by the row's names and review `bind`'s choices.)
 
 Blocks `<!-- numbers from FILES -->` ... `<!-- end numbers -->` mark prose that states results: every number written
 in a block must be bound. Not numbers: names such as nDCG@10, P(rel=2)@5, 1.5B, Qwen2.5, a `0-3` label range,
@@ -283,24 +295,122 @@ def shown_path(readme: Path) -> Path:
     return readme.relative_to(ROOT) if readme.is_relative_to(ROOT) else readme
 
 
-def mismatch(b: Bound) -> str | None:
-    """Why the bound number `b` is wrong (a message naming the place and the file's current value), or None."""
+BEHIND = re.compile(r"\b(?:behind|trails?|trailing|below)\b[^.;:\n\[]{0,60}?\bby\s*$", re.I)
+AHEAD = re.compile(r"\b(?:ahead|leads?|leading|above)\b[^.;:\n\[]{0,60}?\bby\s*$", re.I)
+
+
+def side(before: str) -> str:
+    """Which sign the words just before an unsigned number give it: "-" (behind by), "+" (ahead by) or ""."""
+    if BEHIND.search(before):
+        return "-"
+    if AHEAD.search(before):
+        return "+"
+    return ""
+
+
+def wrong_sign(v: float, b: Bound, text: str) -> str | None:
+    """Why an unsigned number's cell has the wrong sign for what the text says (see the module doc), or None."""
+    if style(b.written.lstrip("<"))[0] or b.written.startswith("<"):
+        return None
+    decimals = style(b.written)[2]
+    rounded = round(v, decimals + (2 if b.written.endswith("%") else 0))
+    line_start = text.rfind("\n", 0, b.start) + 1
+    wanted = side(text[line_start:b.start - 1])
+    if wanted == "-" and rounded > 0:
+        return f"the text says it is behind by {b.written}, but the cell holds {v!r} (> 0): bind the delta of the " \
+               "side that is behind (or write the number with its sign)"
+    if wanted != "-" and rounded < 0:
+        said = "ahead by" if wanted == "+" else "it without a sign"
+        return f"the text says {said}, but the cell holds {v!r} (< 0): bind the delta in the other direction " \
+               "(the side that is ahead minus the other), or write the number with its sign"
+    return None
+
+
+CLAUSE_END = re.compile(r"[.;:!?](?=\s)|\n\n")
+
+
+def clause(text: str, start: int, end: int) -> str:
+    """The sentence or clause (between '.', ';', ':' followed by a space, or a blank line) holding text[start:end]."""
+    before = [m.end() for m in CLAUSE_END.finditer(text, 0, start)]
+    after = CLAUSE_END.search(text, end)
+    return text[before[-1] if before else 0: after.start() if after else len(text)]
+
+
+def ambiguous_selectors(b: Bound, text: str) -> list[str]:
+    """Identity: where a JSON/TOML place picks a list element by ``field:value`` and ANOTHER element of that list
+    holds the same number at the same path (PISA BM25 and Terrier RM3 both 0.573), the value cannot tell them apart:
+    the number's sentence or clause must then name each selector value of the element bound (case-insensitively).
+    Returns those it does not name."""
+    path, _, fragment = b.target.partition("#")
+    if not path.endswith((".json", ".toml")) or not text:
+        return []
+    pairs = parse_fragment(fragment)
+    if len(pairs) != 1 or pairs[0][0] != "key":
+        return []
+    steps = pairs[0][1].split("/")
+    tree = read_tree((b.readme.parent / path).resolve())
+    line = clause(text, b.start, b.end).lower()
+    node, missing = tree, []
+    for i, step in enumerate(steps):
+        if isinstance(node, list) and not step.lstrip("-").isdigit() and ":" in step:
+            want = dict(part.partition(":")[::2] for part in step.split(";"))
+            for other in node:
+                if not isinstance(other, dict) or all(str(other.get(k)) == v for k, v in want.items()):
+                    continue
+                try:
+                    value = float(_walk(other, "/".join(steps[i + 1:]), b.target)) if steps[i + 1:] else None
+                except (BindingError, TypeError, ValueError, IndexError, KeyError):
+                    continue
+                if value is not None and matches(value, b.written):  # a word-like value only: a name the prose
+                    missing += [f"{k}:{v}" for k, v in want.items()  # may word otherwise is not held to it
+                                if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", v) and v.lower() not in line]
+                    break
+        try:
+            node = _walk(node, step, b.target)
+        except (BindingError, IndexError, KeyError):
+            return []
+    return sorted(set(missing))
+
+
+def mismatch(b: Bound, text: str = "") -> str | None:
+    """Why the bound number `b` is wrong (a message naming the place and the file's current value), or None;
+    ``text`` (the README's) for the sign and identity checks."""
     rel = shown_path(b.readme)
     try:
         v = value_at(b.target, b.readme.parent)
     except BindingError as e:
         return f"{rel}:{b.line}: {b.written} is bound to a place that cannot be read: {e}"
-    if matches(v, b.written):
-        return None
-    return (f"{rel}:{b.line}: {b.written} but the file holds {render(v, b.written)} ({v!r}) at {b.target}"
-            f" (python scripts/readme_numbers.py rebind {rel} writes the file's value)")
+    if not matches(v, b.written):
+        return (f"{rel}:{b.line}: {b.written} but the file holds {render(v, b.written)} ({v!r}) at {b.target}"
+                f" (python scripts/readme_numbers.py rebind {rel} writes the file's value)")
+    sign = wrong_sign(v, b, text) if text else None
+    if sign:
+        return f"{rel}:{b.line}: {b.written} at {b.target}: {sign}"
+    unnamed = ambiguous_selectors(b, text)
+    if unnamed:
+        return (f"{rel}:{b.line}: {b.written} is bound to {b.target}, but another element of that list holds the same "
+                f"number and its sentence does not name {', '.join(unnamed)}: bind the element the sentence names")
+    return None
+
+
+def bound_twice(bounds: list[Bound]) -> list[str]:
+    """The same number twice on one line bound to one place (see the module doc)."""
+    seen: dict[tuple[int, str, str], Bound] = {}
+    out = []
+    for b in bounds:
+        first = seen.setdefault((b.line, b.target, b.written), b)
+        if first is not b:
+            out.append(f"{shown_path(b.readme)}:{b.line}: {first.written} and {b.written} are bound to one place "
+                       f"{b.target}: each number of a line states its own value; bind each to its own cell")
+    return out
 
 
 def problems(readme: Path, text: str | None = None) -> list[str]:
     """Each bound number that differs from its place (or whose place cannot be read), each unbound one in a block."""
     text = readme.read_text(encoding="utf-8") if text is None else text
     rel = shown_path(readme)
-    out = [m for b in bound_numbers(readme, text) if (m := mismatch(b))]
+    bounds = bound_numbers(readme, text)
+    out = [m for b in bounds if (m := mismatch(b, text))] + bound_twice(bounds)
     for line, written in unbound_in_blocks(readme, text):
         out.append(f"{rel}:{line}: {written} is in a numbers block but not bound to a place "
                    f"(python scripts/readme_numbers.py bind {rel} proposes one)")

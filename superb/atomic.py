@@ -14,7 +14,15 @@ the writer fills it; on a clean exit the finished folder takes NAME's place and 
   which NAME is absent and the old folder is intact at ``.NAME.replaced-PID``.
 
 Only a folder that looks like superb's (provenance.json, table.csv or table.md in it) or an empty one is replaced:
-``--out ~/Documents`` must never delete a user's files.
+``--out ~/Documents`` must never delete a user's files. Nor does superb delete a user's file from its own folder:
+while a folder holds a file that superb did not write there (one its provenance.json ``files`` list does not name,
+other than README.md and report.html: a notes file, a spec, a script's output), it is refused, naming the files, and
+so is a folder that holds an input of the command itself (the spec being run, a run file being evaluated). Move
+those files out, or write elsewhere with ``--out`` (docs/results.md).
+
+Before any LLM call, :func:`check_writable` makes sure the folder can be written: the nearest existing folder on the
+way to it must take a new file (a path under a regular file, a read-only mount or a folder without write permission
+is refused there and then, not after the calls were paid for).
 """
 
 from __future__ import annotations
@@ -23,16 +31,19 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from superb.errors import SuperbError
 
 MARKERS = ("provenance.json", "table.csv", "table.md")  # files every folder superb writes has (or had, if partial)
 KEPT = ("README.md",)  # carried into the new folder when the writer did not write it (see the module doc)
+LATER = ("report.html",)  # superb's, written after provenance.json's list of the folder's files
 _WRITING, _REPLACED = "writing", "replaced"
 
 
@@ -57,8 +68,14 @@ def replacing(out: Path) -> Iterator[Path]:
         raise
 
 
-def check_replaceable(out: Path) -> None:
-    """SuperbError unless ``out`` is absent, an empty folder, or a folder superb wrote."""
+def check_replaceable(out: Path, inputs: Iterable[str | Path] = ()) -> None:
+    """SuperbError unless ``out`` is absent, an empty folder, or a folder superb wrote that holds no file of the
+    user's (see the module doc) and none of ``inputs`` (the files the command reads: its spec, run files...)."""
+    out = Path(out)
+    for given in inputs:
+        if _inside(Path(given), out):
+            raise SuperbError(f"{given} is inside {out}, the results folder this command replaces as a whole: it "
+                              f"would be deleted. Move it out of {out}, or write the results elsewhere with --out")
     if not out.exists():
         return
     if not out.is_dir():
@@ -68,6 +85,55 @@ def check_replaceable(out: Path) -> None:
         raise SuperbError(f"{out} exists and is not a superb results folder (none of {', '.join(MARKERS)} in it; it "
                           f"holds {shown}...). superb replaces its results folder as a whole, so it will not write "
                           "there: choose another --out, or empty the folder first")
+    foreign = foreign_files(out)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise SuperbError(f"{out} holds {len(foreign)} file(s) superb did not write there ({shown}): superb replaces "
+                          "a results folder as a whole and will not delete them. Move them out of the folder (its "
+                          "README.md is kept), or write the results elsewhere with --out")
+
+
+def foreign_files(out: Path) -> list[str]:
+    """The files under ``out`` (relative paths, sorted) that its provenance.json's ``files`` list does not name,
+    README.md and report.html aside; [] for a folder without such a list (nothing tells superb's files from others)."""
+    try:
+        listed = json.loads((out / "provenance.json").read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(listed, (list, dict)) or not listed:
+        return []
+    names = {item if isinstance(item, str) else str(item.get("name")) for item in listed} \
+        if isinstance(listed, list) else set(listed)
+    found = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink())
+    return [f for f in found if f not in names and f not in (*KEPT, *LATER, "provenance.json")]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def check_writable(out: Path) -> None:
+    """SuperbError unless a results folder can be written at ``out`` (see the module doc): the nearest existing
+    folder on the way to its parent takes a new file. Nothing is left behind (the probe file is deleted)."""
+    out = Path(out).absolute()
+    if out.exists() and not out.is_dir():
+        raise SuperbError(f"{out} is a file, not a results folder: choose another --out, or move the file away")
+    # the folder is written beside ``out`` (.NAME.writing-PID), then swapped in: its parent must take new files
+    existing = next((p for p in out.parents if p.exists() or p.is_symlink()), Path("/"))
+    if not existing.is_dir():
+        raise SuperbError(f"cannot write the results folder {out}: {existing} is a file, not a folder; choose "
+                          "another --out")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".superb-probe-", dir=existing)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise SuperbError(f"cannot write the results folder {out}: {existing} does not take a new file "
+                          f"({exc.strerror or exc}); choose a writable --out before any LLM call is made") from None
 
 
 def remove_stale(out: Path) -> list[Path]:

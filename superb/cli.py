@@ -19,9 +19,10 @@ from superb.exit_codes import EXIT_LLM_FAILURES  # noqa: F401 - tests import it 
 from superb.llm.exit_code import llm_exit_code
 from superb.llm.pace import time_line
 from superb import interrupt, provenance
-from superb.atomic import check_replaceable, replacing
+from superb.atomic import check_replaceable, check_writable, replacing
 from superb.report import write_report
 from superb.run.spec import load_spec
+from superb.terminal import shown, wrap_log_lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
+    wrap_log_lines()  # on a terminal, warnings wrap to its width
     for noisy in ("httpx", "httpx2", "httpcore", "openai"):  # one line per HTTP request drowns the progress
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if not hasattr(args, "func"):
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             status = None
         except SuperbError as exc:
             if not interrupt.requested():
-                print(f"superb: error: {exc}", file=sys.stderr)
+                print(shown(f"superb: error: {exc}", sys.stderr), file=sys.stderr)
                 return 2
             status = None  # an error of the interrupted work's unwinding: the interrupt is what happened
         if status is None:
@@ -144,19 +146,20 @@ def _register_optional(sub, module: str) -> None:
 
 def _cmd_run(args) -> int:
     from superb.run.experiment import run_experiment
-    from superb.run.results import write_results
 
     spec = load_spec(args.spec)
     out = args.out or Path(spec.output or Path("results") / spec.name)
     if args.shard is not None and args.out is None:
         out = out.with_name(out.name + args.shard.suffix)
-    check_replaceable(out)  # a folder superb may not replace is refused before the run, not after its LLM calls
+    check_replaceable(out, inputs=[args.spec])  # refused before the run, not after its LLM calls
+    if not args.dry_run:  # a dry run writes nothing, not even a probe
+        check_writable(out)
     result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard)
     if args.dry_run:
-        print(dry_run_report(result))
+        print(shown(dry_run_report(result)))
         return 0
-    write_results(result, out)
-    print((out / "table.md").read_text(encoding="utf-8"))
+    _write(result, out)
+    print(shown((out / "table.md").read_text(encoding="utf-8")))
     print(f"results written to {out}/ in {result.timings['total_s']:.1f} s")
     try:
         _report(out)
@@ -167,22 +170,40 @@ def _cmd_run(args) -> int:
 
 def _cmd_evaluate(args) -> int:
     from superb.run.evaluate_runs import evaluate_runs
-    from superb.run.results import write_results
 
     out = args.out or Path("results") / args.name
-    check_replaceable(out)
+    check_replaceable(out, inputs=[*args.runs, args.qrels, *(p for p in (args.topics, args.hypotheses) if p)])
+    check_writable(out)
     baseline = None if args.baseline.lower() == "none" else args.baseline
     result = evaluate_runs(args.runs, qrels=args.qrels, names=args.names, baseline=baseline, measures=args.measures,
                            views=args.views, rel=args.rel, hypotheses=args.hypotheses, name=args.name,
                            topics=args.topics)
-    write_results(result, out)
-    print((out / "table.md").read_text(encoding="utf-8"))
+    _write(result, out)
+    print(shown((out / "table.md").read_text(encoding="utf-8")))
     print(f"results written to {out}/ (0 LLM calls)")
     try:
         _report(out)
     except (SuperbError, OSError) as exc:
         print(f"superb: report.html not written ({exc}); `superb report {out}` writes it", file=sys.stderr)
     return 0
+
+
+def _write(result, out: Path) -> None:
+    """write_results, with a failure to write (a full disk, a folder made read-only during the run) a SuperbError
+    naming the path and what became of the LLM answers (exit 2, not a traceback)."""
+    from superb.run.results import write_results
+
+    try:
+        write_results(result, out)
+    except OSError as exc:
+        where = exc.filename or out
+        cache = ((result.llm_info or {}).get("cache") or {}).get("path")
+        kept = (f" The LLM answers of this run are kept in the response cache {cache}: the same command with a "
+                "writable --out is served from it and pays for no call again." if cache else
+                " No response cache kept this run's LLM answers (the cache is absent, off or refresh)."
+                if result.llm_info else "")
+        raise SuperbError(f"cannot write the results folder {out}: {exc.strerror or exc} ({where}); an earlier "
+                          f"folder there is as it was.{kept}") from None
 
 
 def dry_run_report(result) -> str:
@@ -315,12 +336,12 @@ def _table_command(args) -> list[str]:
 def _cmd_show(args) -> int:
     """table.md of a `superb run` folder; agreement.md and pairwise.md of a `superb judge` folder."""
     path = args.result / "table.md"
-    shown = [path] if path.is_file() else [args.result / n for n in ("agreement.md", "pairwise.md")
-                                           if (args.result / n).is_file()]
-    if not shown:
+    shown_files = [path] if path.is_file() else [args.result / n for n in ("agreement.md", "pairwise.md")
+                                                 if (args.result / n).is_file()]
+    if not shown_files:
         raise SuperbError(f"{path} does not exist: give a folder written by `superb run` or `superb judge` "
                           "(e.g. results/NAME)")
-    print("\n".join(p.read_text(encoding="utf-8") for p in shown))
+    print(shown("\n".join(p.read_text(encoding="utf-8") for p in shown_files)))
     return 0
 
 

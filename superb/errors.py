@@ -76,15 +76,18 @@ class MissingDependencyError(SuperbError, ImportError):
         super().__init__(f"{what} is not installed. Install it with: {pip_command}")
 
 
-def utf8_error(file: Path, error: UnicodeDecodeError | None = None) -> DataError:
-    """The DataError for a file that is not UTF-8: the first bad line and column, the bytes around it, the fix."""
+def utf8_error(file: Path, error: UnicodeDecodeError | None = None, column_first: bool = False) -> DataError:
+    """The DataError for a file that is not UTF-8: the first bad line and column, the bytes around it, the fix
+    (``column_first``: the message starts ``FILE:LINE:COLUMN:``, as TOML files' syntax errors do)."""
     with open(file, "rb") as handle:
         for number, raw in enumerate(handle, 1):  # UTF-8 never puts a newline byte inside a character
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as bad:
                 near = raw[max(0, bad.start - 30): bad.end + 30]
-                return DataError(f"{file}:{number}: not UTF-8 text: byte(s) {raw[bad.start:bad.end]!r} at column "
-                                 f"{bad.start + 1} ({bad.reason}), near {near!r}. Save the file as UTF-8, e.g. "
+                place = f"{number}:{bad.start + 1}: not UTF-8 text: byte(s) {raw[bad.start:bad.end]!r}" \
+                    if column_first else f"{number}: not UTF-8 text: byte(s) {raw[bad.start:bad.end]!r} at column " \
+                                         f"{bad.start + 1}"
+                return DataError(f"{file}:{place} ({bad.reason}), near {near!r}. Save the file as UTF-8, e.g. "
                                  f"`iconv -f latin1 -t utf-8 {file.name} > fixed.{file.name.rsplit('.', 1)[-1]}`")
     return DataError(f"{file}: not UTF-8 text ({error}). Save the file as UTF-8")

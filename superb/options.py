@@ -16,14 +16,45 @@ first stage, a rerank stage, a judge) is checked with these, and this module imp
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Callable
 
-from superb.errors import SpecError
+from superb.errors import SpecError, utf8_error
 
 _MISSING = object()
+_TOML_PLACE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$|\s*\(at end of document\)$")
+
+
+def read_toml(path: str | Path, what: str = "spec file", hint: str = "experiments/*.toml are examples") -> dict:
+    """A TOML file (a spec, a ``--hypotheses`` file...) as a dict. A missing file, bytes that are not UTF-8 and TOML
+    syntax errors are SpecErrors whose message starts ``FILE:LINE:COLUMN:`` (as a compiler's), never a traceback; a
+    leading UTF-8 byte-order mark is dropped."""
+    import tomllib
+
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError("", f"{what} {path} does not exist ({hint})")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise SpecError("", str(utf8_error(path, column_first=True))) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        found = _TOML_PLACE.search(message)
+        if found and found.group(1):
+            line, column = int(found.group(1)), int(found.group(2))
+        else:  # at the end of the document
+            lines = text.split("\n")
+            line, column = len(lines), len(lines[-1]) + 1
+        reason = _TOML_PLACE.sub("", message) if found else message
+        raise SpecError("", f"{path}:{line}:{column}: not valid TOML: {reason} (the {what}; TOML's syntax: "
+                            "https://toml.io)") from None
 
 
 def join(path: str, key: str) -> str:

@@ -164,6 +164,37 @@ def write(folder: str | Path, record: dict[str, Any], *, environment_of: dict[st
     return path
 
 
+#: files of a results folder its provenance.json does not hash: the reader's README.md (carried over, edited by hand)
+NOT_HASHED = ("README.md",)
+
+
+def folder_files(folder: str | Path) -> dict[str, str | None]:
+    """provenance.json's ``files``: relative path -> sha256 of every file of the results folder ``folder``, README.md
+    aside (:data:`NOT_HASHED`); provenance.json itself is listed with None (a file cannot hold its own hash)."""
+    folder = Path(folder)
+    found = {p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(folder.rglob("*"))
+             if p.is_file() and p.relative_to(folder).as_posix() not in NOT_HASHED}
+    found["provenance.json"] = None
+    return dict(sorted(found.items()))
+
+
+def record_file(folder: str | Path, name: str) -> None:
+    """Add (or update) one file written after provenance.json (report.html) to its ``files``, with its sha256; a
+    folder without provenance.json, or whose ``files`` is an old list of names, is left as it is."""
+    path = Path(folder) / "provenance.json"
+    if not path.is_file():
+        return
+    text = path.read_text(encoding="utf-8")
+    record = json.loads(text)
+    files = record.get("files")
+    if not isinstance(files, dict):
+        return
+    files[name] = sha256_file(Path(folder) / name)
+    record["files"] = dict(sorted(files.items()))
+    path.write_text(json.dumps(record, indent=2, ensure_ascii="\\u" in text, default=str)
+                    + ("\n" if text.endswith("\n") else ""), encoding="utf-8")
+
+
 def recorded_patch_ok(folder: str | Path, project: dict[str, Any]) -> str | None:
     """None when the folder's code is recoverable (a clean commit, or a dirty one whose source.patch is present with
     the recorded sha256); else what is wrong, naming the file. A tree recorded dirty without a diff cannot be

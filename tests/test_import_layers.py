@@ -2,7 +2,7 @@
 function-local imports included (the graph of tests/test_import_cycles.py).
 
   0 ground     errors, options (every spec reader), digest, paths, atomic, exit codes, interrupts, run files,
-               provenance: what everything may use
+               provenance, terminal (status lines, wrapping): what everything may use
   1 services   llm (client, cache, prompts), data (collections), eval (measures, tests, tables)
   2 stages     pipelines (first stages, systems), transformers (rerankers)
   3 studies    judges (the judge core, the studies), report (report.html), batch (batch files)
@@ -20,7 +20,7 @@ from test_import_cycles import import_graph
 
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("superb.errors", "superb.options", "superb.digest", "superb.paths", "superb.atomic", "superb.exit_codes",
-        "superb.interrupt", "superb.trec", "superb.stage_scores", "superb.provenance"),
+        "superb.interrupt", "superb.trec", "superb.stage_scores", "superb.provenance", "superb.terminal"),
     1: ("superb.llm", "superb.data", "superb.eval"),
     2: ("superb.pipelines", "superb.transformers", "superb.extend"),
     3: ("superb.judges", "superb.report", "superb.batch"),

@@ -179,3 +179,76 @@ def test_no_readme_states_a_measured_value_in_a_code_span():
         text = readme.read_text(encoding="utf-8")
         for block in rn.BLOCK.finditer(text):
             assert not rn.MEASURED_IN_CODE.search(block.group(2)), readme.relative_to(ROOT)
+
+
+# ---- sign and identity, not only the magnitude (issue 46) ------------------------------------------------------
+@pytest.fixture
+def deltas(tmp_path):
+    (tmp_path / "table.csv").write_text(
+        "system,baseline,mean,delta\nA,,0.60,\nB,A,0.55,-0.0500\nC,A,0.62,0.0200\n", encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("sentence, ok", [
+    ("B against A: [0.0500][1]", False),                     # unsigned but negative: which side?
+    ("B is behind A by [0.0500][1]", True),                  # the text says the side, the cell agrees
+    ("A is ahead of B by [0.0500][1]", False),               # ahead, bound to B - A: the opposite sign
+    ("A is ahead of B by [0.0500][2]", True),                # ahead, bound to A - B
+    ("C is behind A by [0.0200][3]", False),                 # behind, but the cell says C is ahead
+    ("B against A: [-0.0500][1]", True),                     # a written sign is compared signed
+])
+def test_an_unsigned_number_bound_to_a_cell_of_the_other_sign_fails(deltas, sentence, ok):
+    readme = write(deltas, sentence + "\n\n[1]: <table.csv#system=B&col=delta>\n"
+                                      "[2]: <table.csv#system=A&col=mean&minus.system=B>\n"
+                                      "[3]: <table.csv#system=C&col=delta>")
+    assert (rn.problems(readme) == []) is ok, rn.problems(readme)
+
+
+def test_two_numbers_of_a_line_bound_to_one_place_fail(deltas):
+    readme = write(deltas, "weights [0.55][1] / [0.55][2]\n\n[1]: <table.csv#system=B&col=mean>\n"
+                           "[2]: <table.csv#system=B&col=mean>")
+    assert any("are bound to one place" in p for p in rn.problems(readme))
+
+
+def test_every_unsigned_binding_fails_when_its_cell_flips_sign(monkeypatch):
+    """The meta-test for signs: each README number written without a sign, its cell's value negated, is rejected."""
+    flipped = 0
+    for readme in READMES:
+        text = readme.read_text(encoding="utf-8")
+        for b in rn.bound_numbers(readme, text):
+            if b.written[:1] in "+-\u2212<":
+                continue
+            v = rn.value_at(b.target, readme.parent)
+            if rn.wrong_sign(-v, b, text) is None and rn.style(b.written)[2] >= 0 and not rn.matches(-v, b.written):
+                continue  # a value that rounds to 0 keeps no sign
+            if round(abs(v), rn.style(b.written)[2] + (2 if b.written.endswith("%") else 0)) == 0:
+                continue
+            assert rn.wrong_sign(-v, b, text), f"{readme.relative_to(ROOT)}:{b.line}: {b.written} flipped passes"
+            flipped += 1
+    assert flipped >= 200
+
+
+def test_results_readme_summarises_every_committed_folder():
+    """results/README.md names every folder of results/ that git holds (issue 46: chorus_expansion_test was missing)."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "results"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    folders = sorted({p.split("/")[1] for p in listed if p.count("/") >= 2})
+    text = (ROOT / "results" / "README.md").read_text(encoding="utf-8")
+    missing = [f for f in folders if f"[`{f}/`]({f}/)" not in text]
+    assert folders and missing == [], f"results/README.md does not summarise {missing}"
+
+
+@pytest.mark.parametrize("selector, ok", [("engine:pisa;model:bm25", True), ("engine:terrier;model:rm3", False)])
+def test_a_number_bound_to_another_element_holding_the_same_value_fails(tmp_path, selector, ok):
+    """Identity (issue 46: docs/spec.md bound PISA BM25's 0.573 to Terrier RM3's cell, which held 0.573 too)."""
+    (tmp_path / "first_stage.json").write_text(json.dumps({"pipelines": [
+        {"engine": "terrier", "model": "bm25", "nDCG@10": 0.582}, {"engine": "terrier", "model": "rm3", "nDCG@10": 0.573},
+        {"engine": "pisa", "model": "bm25", "nDCG@10": 0.573}]}), encoding="utf-8")
+    readme = write(tmp_path, f"BM25 nDCG@10 [0.582][1] (Terrier) vs [0.573][2] (PISA).\n\n"
+                             f"[1]: <first_stage.json#key=pipelines/engine:terrier;model:bm25/nDCG@10>\n"
+                             f"[2]: <first_stage.json#key=pipelines/{selector}/nDCG@10>")
+    found = rn.problems(readme)
+    assert (found == []) is ok, found
+    if not ok:
+        assert "another element of that list holds the same number" in found[0] and "model:rm3" in found[0]

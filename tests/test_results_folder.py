@@ -1,6 +1,6 @@
 """Results folders replaced as a whole (issue 12.3, 12.4): no file of an earlier run survives a reuse, a failed or
 killed write leaves the earlier folder byte for byte, systems that would share a file are refused, and superb never
-replaces a folder it did not write.
+replaces a folder it did not write, nor one holding a file it did not write there (issue 46: refused, not deleted).
 
 Real runs: a local TREC-style data set, a real PISA BM25 and the non-LLM shuffle/random rerankers.
 """
@@ -66,6 +66,10 @@ def test_a_reused_folder_keeps_no_file_of_the_earlier_run(data):
     assert (out / "runs" / "BM25__random.run").is_file() and (out / "gain_BM25__random.png").is_file()
     (out / "notes.md").write_text("a file the writer did not write")
     (out / "README.md").write_text("the reader's account of these results")
+    with pytest.raises(SuperbError, match=r"holds 1 file\(s\) superb did not write there \(notes\.md\)"):
+        write_results(run(data, SYSTEMS_B), out)  # a user's file is never deleted: refused, named, left alone
+    assert (out / "notes.md").read_text() == "a file the writer did not write"
+    (out / "notes.md").unlink()
     write_results(run(data, SYSTEMS_B), out)
     files = set(snapshot(out))
     # exactly what it wrote, and the folder's README.md, which superb never writes and a re-run must not delete
@@ -211,8 +215,11 @@ def test_shard_folders_and_merges_are_replaced_as_a_whole_too(data, monkeypatch,
         assert main(["run", str(spec), "--shard", f"{i}/2"]) == 0
     shards = [data / "results" / f"folder.shard-{i}-of-2" for i in (1, 2)]
     (shards[0] / "stale.txt").write_text("from an earlier run")
+    assert main(["run", str(spec), "--shard", "1/2"]) == 2  # a file superb did not write: refused, left alone
+    assert (shards[0] / "stale.txt").is_file()
+    (shards[0] / "stale.txt").unlink()
     assert main(["run", str(spec), "--shard", "1/2"]) == 0
-    assert not (shards[0] / "stale.txt").exists() and siblings(shards[0]) == []
+    assert siblings(shards[0]) == []
     merged = data / "results" / "folder"
     merged.mkdir()
     (merged / "notes.txt").write_text("mine")

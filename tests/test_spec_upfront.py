@@ -100,7 +100,7 @@ RERANK_CASES = {
                   "pipelines[2].rerank[0].variant", "expected one of ['best', 'yesno']"),
     "unknown product field": ('rerank = [ { type = "pointwise", fields = ["colour"] } ]',
                               "pipelines[2].rerank[0].fields: unknown product field(s) ['colour']",
-                              "this dataset has ['title']"),
+                              "the documents of data set 'local' have ['title', 'text']"),
     "second reranker of a chain": (f'rerank = [ {GOOD_RERANK}, {{ type = "listwise", window = 0 }} ]',
                                    "pipelines[2].rerank[1].window: unknown option",
                                    "allowed keys: ['calibrate', 'fields', "),

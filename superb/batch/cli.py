@@ -86,6 +86,11 @@ def register(subparsers: Any) -> None:
     remove.add_argument("keys", nargs="+", help="cache keys (64 hex digits, as an error names them)")
     _cache_args(remove)
     remove.set_defaults(func=_remove)
+    recover = rsub.add_parser("recover", help="copy every answer still readable in a damaged cache file into a "
+                                             "cache (each checked: its key must be the sha256 of its request)")
+    recover.add_argument("damaged", type=Path, help="the damaged cache, moved aside (e.g. llm-cache.sqlite.corrupt)")
+    _cache_args(recover)
+    recover.set_defaults(func=_recover)
     responses.set_defaults(func=lambda args: responses.print_help() or 2)
 
 
@@ -235,4 +240,20 @@ def _remove(args: argparse.Namespace) -> int:
     with ResponseCache(path) as cache:
         removed = cache.remove(args.keys)
     print(f"removed {removed} of {len(args.keys)} answers from {path}; the next run makes those requests again")
+    return 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from superb.llm.recover import Recovered, recover_rows
+
+    path = _cache_path(args)
+    if path.resolve() == args.damaged.resolve():
+        raise SuperbError(f"--cache {path} is the damaged file itself: move it aside first (`mv {path} "
+                          f"{path}.corrupt`), then recover from {path}.corrupt into {path}")
+    found = Recovered()
+    with ResponseCache(path) as cache:
+        stored = cache.store_rows(recover_rows(args.damaged, found), source=f"recovered:{args.damaged.name}")
+    print(f"recovered {found.read} answers from {args.damaged} into {path} ({stored.stored} new, "
+          f"{stored.identical} already there); {found.unreadable} rows could not be read, {found.refused} were "
+          "refused (key not the sha256 of the request); the next run makes only those requests again")
     return 0

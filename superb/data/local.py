@@ -8,6 +8,9 @@ Options:
   text_fields  fields joined (one per line) into the default text of documents that have no "text" (default: fields).
   rel_threshold  label >= this is relevant for binary measures (default 1).
   labels    the label scale (default: the distinct labels found in the qrels).
+  text_kind "passage" or "product": which default templates and prompt field the rerankers use (passage: the papers'
+            passage prompts, field ``text``, as irds and trec-dl have it; product: the shop prompts, field
+            ``title``). Default: "passage" when the documents have no field but ``text`` (passages), else "product".
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import pandas as pd
 from superb.data.base import (Dataset, as_str, check_options, compose_text, file_record, require_file,
                               utf8_error)
 from superb.errors import DataError, SpecError
+from superb.trec.runs import label_error
 
-OPTIONS = ("name", "docs", "queries", "qrels", "fields", "text_fields", "rel_threshold", "labels")
+OPTIONS = ("name", "docs", "queries", "qrels", "fields", "text_fields", "rel_threshold", "labels", "text_kind")
+KINDS = ("passage", "product")
 HOW = {
     "docs": "Give a JSONL file, one document per line with a \"docno\" and string fields, as option `docs`.",
     "queries": "Give a tab-separated file of `qid<TAB>query` lines as option `queries`.",
@@ -34,7 +39,7 @@ HOW = {
 def _lines(file: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of a UTF-8 file; bytes that are not UTF-8 are a DataError naming the line and column."""
     try:
-        with open(file, encoding="utf-8") as handle:
+        with open(file, encoding="utf-8-sig") as handle:  # -sig: a leading byte-order mark is dropped
             yield from enumerate(handle, 1)
     except UnicodeDecodeError as exc:
         raise utf8_error(file, exc) from None
@@ -56,7 +61,8 @@ def _read_jsonl(file: Path) -> list[dict]:
 
 
 def read_queries_tsv(file: Path) -> pd.DataFrame:
-    rows = []
+    """qid, query of a ``qid<TAB>query`` file; a qid given twice is a DataError naming both lines."""
+    rows, first = [], {}
     for number, line in _lines(file):
         line = line.rstrip("\n").rstrip("\r")
         if not line.strip() or (number == 1 and line.lower() == "qid\tquery"):
@@ -64,7 +70,11 @@ def read_queries_tsv(file: Path) -> pd.DataFrame:
         qid, sep, query = line.partition("\t")
         if not sep:
             raise DataError(f"{file}:{number}: expected `qid<TAB>query`, found {line[:60]!r}. {HOW['queries']}")
-        rows.append((qid.strip(), query.strip()))
+        qid = qid.strip()
+        if first.setdefault(qid, number) != number:
+            raise DataError(f"{file}:{number}: query {qid!r} is already given at line {first[qid]}; a topics file "
+                            "lists each query once: remove one")
+        rows.append((qid, query.strip()))
     return pd.DataFrame(rows, columns=["qid", "query"])
 
 
@@ -77,11 +87,10 @@ def read_trec_qrels(file: Path) -> pd.DataFrame:
         if len(parts) != 4:
             raise DataError(f"{file}:{number}: expected 4 columns `qid iteration docno label`, found {len(parts)}. "
                             f"{HOW['qrels']}")
-        try:
-            label = int(parts[3])
-        except ValueError as exc:
-            raise DataError(f"{file}:{number}: label {parts[3]!r} is not an integer. {HOW['qrels']}") from exc
-        rows.append((parts[0], parts[2], label))
+        error = label_error(parts[3], f"{file}:{number}")
+        if error:
+            raise DataError(f"{error}. {HOW['qrels']}")
+        rows.append((parts[0], parts[2], int(parts[3])))
     return pd.DataFrame(rows, columns=["qid", "docno", "label"])
 
 
@@ -90,7 +99,7 @@ class LocalDataset(Dataset):
 
     def __init__(self, files: Mapping[str, Path], *, fields: tuple[str, ...] | None,
                  text_fields: tuple[str, ...] | None, rel_threshold: int, labels: tuple[int, ...] | None,
-                 options: Mapping[str, Any], path: str = "dataset"):
+                 options: Mapping[str, Any], path: str = "dataset", text_kind: str | None = None):
         self.files = dict(files)
         self._rows = _read_jsonl(self.files["docs"])
         if fields is None:
@@ -106,6 +115,9 @@ class LocalDataset(Dataset):
             labels = tuple(sorted(set(read_trec_qrels(self.files["qrels"])["label"])))
         super().__init__(name="local", fields=fields, rel_threshold=rel_threshold, labels=labels,
                          label_names={}, options=options)
+        self.text_kind = text_kind or ("passage" if not fields else "product")
+        if self.text_kind == "passage":
+            self.prompt_fields = ("text",)  # the passage itself, as irds and trec-dl show it
 
     def _load_docs(self) -> Iterator[dict]:
         for row in self._rows:
@@ -142,7 +154,10 @@ def load(config: Mapping[str, Any], path: str = "dataset") -> LocalDataset:
     labels = config.get("labels")
     if labels is not None and (not isinstance(labels, (list, tuple)) or not all(isinstance(x, int) for x in labels)):
         raise SpecError(f"{path}.labels", f"expected a list of integer labels, got {labels!r}")
-    return LocalDataset(files, fields=_str_tuple(config, "fields", path),
+    kind = config.get("text_kind")
+    if kind is not None and kind not in KINDS:
+        raise SpecError(f"{path}.text_kind", f"expected one of {list(KINDS)}, got {kind!r}")
+    return LocalDataset(files, fields=_str_tuple(config, "fields", path), text_kind=kind,
                         text_fields=_str_tuple(config, "text_fields", path),
                         rel_threshold=rel, labels=tuple(labels) if labels is not None else None,
                         options={k: v for k, v in config.items() if k != "name"}, path=path)

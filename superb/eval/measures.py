@@ -17,7 +17,7 @@ import logging
 import re
 from collections.abc import Iterable
 
-from superb.errors import SpecError
+from superb.errors import Errors, SpecError
 
 log = logging.getLogger(__name__)
 _TOLD: set[tuple[str, str]] = set()  # (written name, name used) renamings already logged
@@ -99,21 +99,27 @@ _PROBE_RUN = (("1", "a", 4.0), ("1", "d", 3.0), ("1", "c", 2.0), ("1", "b", 1.0)
 
 
 def check_computable(measures: Iterable, names: Iterable[str], path: str = "evaluation.measures",
-                     where: str = "") -> None:
+                     where: str = "", places: Iterable[int] | None = None) -> None:
     """Compute every measure once on a tiny judged query, with the providers evaluation uses (pt.Experiment calls
     ir_measures), so a measure no installed provider supports, or with parameters a provider rejects, is a SpecError
-    at ``path[i]`` before any run, not after the LLM calls were paid for. ``where`` ends the message's subject (e.g.
-    " under the condensed view")."""
+    at ``path[i]`` before any run, not after the LLM calls were paid for; every such measure is reported at once
+    (:class:`superb.errors.SpecErrors`). ``where`` ends the message's subject (e.g. " under the condensed view");
+    ``places``: each measure's index in the spec's list (default 0, 1, ...)."""
     import ir_measures
 
     qrels = [ir_measures.Qrel(*q) for q in _PROBE_QRELS]
     run = [ir_measures.ScoredDoc(*r) for r in _PROBE_RUN]
-    for i, (measure, name) in enumerate(zip(measures, names)):
+    measures, names = list(measures), list(names)
+    places = list(places) if places is not None else list(range(len(measures)))
+    errors = Errors()
+    for i, measure, name in zip(places, measures, names):
         try:
             list(ir_measures.iter_calc([measure], qrels, run))
         except Exception as exc:  # noqa: BLE001 - any provider failure is the same user error: this measure
-            raise SpecError(f"{path}[{i}]", f"measure {name!r} cannot be computed{where} ({type(exc).__name__}: "
-                                            f"{str(exc).strip()}). Measures that work here: {_EXAMPLES}") from None
+            errors.found.append(SpecError(f"{path}[{i}]", f"measure {name!r} cannot be computed{where} "
+                                                          f"({type(exc).__name__}: {str(exc).strip()}). Measures "
+                                                          f"that work here: {_EXAMPLES}"))
+    errors.raise_any()
 
 
 def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "evaluation.measures") -> list:
@@ -134,14 +140,21 @@ def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "ev
     names = list(names)
     if not names:
         raise SpecError(path, f"the list of measures is empty; give at least one, e.g. {list(DEFAULT_MEASURES)}")
-    measures, seen = [], set()
+    measures, seen, read = [], set(), []  # read: (index, name) of the measures that parsed
+    errors = Errors()  # every measure that does not parse, repeats or cannot be computed, reported at once
     for i, name in enumerate(names):
-        measure = parse_measure(name, rel, f"{path}[{i}]")
+        measure = errors.part(parse_measure, name, rel, f"{path}[{i}]")
+        if measure is None:
+            continue
         if measure in seen:
-            raise SpecError(f"{path}[{i}]", f"measure {name!r} is listed twice (as {measure!r}); remove one")
+            errors.found.append(SpecError(f"{path}[{i}]", f"measure {name!r} is listed twice (as {measure!r}); "
+                                                          "remove one"))
+            continue
         seen.add(measure)
         measures.append(measure)
-    check_computable(measures, names, path)
+        read.append((i, name))
+    errors.part(check_computable, measures, [n for _, n in read], path, places=[i for i, _ in read])
+    errors.raise_any()
     return measures
 
 

@@ -55,6 +55,11 @@ def views_sentence(table: pd.DataFrame, alpha: float = 0.05) -> str:
     return "\n".join(lines) + "\n" + _untested(table, untested, tested_views, changes, alpha)
 
 
+def _against(row) -> str:
+    """What a tested comparison's system is tested against: its baseline, or the family's head-to-head partner."""
+    return getattr(row, "baseline", None) or str(row.family).split(":", 1)[-1]
+
+
 def _names(views: list[str]) -> str:
     return views[0] if len(views) == 1 else ", ".join(views[:-1]) + f" and {views[-1]}"
 
@@ -70,11 +75,17 @@ def _untested(table: pd.DataFrame, untested: list[str], tested_views: list[str],
              f"{'them' if len(untested) > 1 else 'it'}."]
     quiet = changes.copy()
     quiet["quiet"] = quiet[tested_views].apply(lambda col: ~col.isin(["better", "worse"])).all(axis=1)
-    keys = {(r.system, getattr(r, "baseline", None), r.measure) for r in quiet[quiet["quiet"]].itertuples(index=False)}
+    # a pair as the tested views declare it, whichever direction the untested view's table stores it in (a head to
+    # head pair may be A vs B there and B vs A here): its delta is turned to the declared direction
+    declared = {(frozenset((r.system, _against(r))), r.measure): (r.system, _against(r))
+                for r in quiet[quiet["quiet"]].itertuples(index=False)}
     for view in untested:
         rows = table[(table["view"] == view) & table["p"].notna() & (table["p"] < alpha)]
         for r in rows.itertuples(index=False):
-            if (r.system, r.baseline, r.measure) in keys:
-                lines.append(f"- {r.system} vs {r.baseline}, {r.measure}: {r.delta:+.4f}, raw p {r.p:.2g} in {view} "
-                             f"(exploratory), no significant difference in {_names(tested_views)}")
+            pair = declared.get((frozenset((r.system, r.baseline)), r.measure))
+            if pair is None:
+                continue
+            delta = r.delta if pair == (r.system, r.baseline) else -r.delta
+            lines.append(f"- {pair[0]} vs {pair[1]}, {r.measure}: {delta:+.4f}, raw p {r.p:.2g} in {view} "
+                         f"(exploratory), no significant difference in {_names(tested_views)}")
     return "\n".join(lines) + "\n"

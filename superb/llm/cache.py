@@ -33,6 +33,7 @@ where each came from in the table ``response_sources``; a row whose key is not t
 
 from __future__ import annotations
 
+import logging
 import random
 import sqlite3
 import threading
@@ -49,6 +50,8 @@ from superb.llm.cache_rows import (CachedRow, StoreCounts, cache_key, canonical,
 from superb.llm.claims import ClaimBook
 from superb.llm.config import CACHE_MODES
 from superb.llm.types import ChatRequest, Completion
+
+log = logging.getLogger(__name__)
 
 
 class CacheMiss(LLMError):
@@ -115,6 +118,14 @@ class ResponseCache:
         if mode == "read-only" and not self.path.exists():
             raise LLMError(f"LLM cache {self.path} does not exist, and cache mode is read-only: "
                            f"run once with cache = \"normal\" to fill it, or point llm.cache_path at a filled cache")
+        if mode != "off" and self.path.is_file() and self.path.stat().st_size == 0:
+            if mode == "read-only":  # reading would make SQLite write a header into it: refused, left as it is
+                raise LLMError(f"the LLM response cache {self.path} is an empty file (0 bytes), and cache mode is "
+                               "read-only: it holds no answer (a copy that failed?). Restore the copy, or delete the "
+                               "file and run once with cache = \"normal\"")
+            log.warning("superb: the LLM response cache %s is an empty file (0 bytes): it is taken as a new cache. If "
+                        "it held answers (a copy that failed?), stop now and restore it: every call is paid again",
+                        self.path)
         self.claims = None  # superb.llm.claims.ClaimBook: in "normal" mode, what keeps processes from calling twice
         if mode != "off":
             self._connect(busy_timeout_s)
@@ -144,8 +155,8 @@ class ResponseCache:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             check_schema(conn, self.path)
             probe_pages(conn, self.path)
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first opener
+            if self.mode != "read-only" and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first opener that writes
             conn.execute("PRAGMA synchronous = NORMAL")
             if self.mode != "read-only":
                 conn.execute(_SCHEMA)

@@ -21,8 +21,8 @@ def corrupt_cache_error(path: Path, cause: object) -> LLMError:
     return LLMError(
         f"the LLM response cache {path} is corrupt ({cause}). Move it aside and run again: "
         f"`mv {path} {path}.corrupt` (also any {path.name}-wal and {path.name}-shm beside it); the run creates a "
-        f"new cache and makes the calls again. To keep what is still readable, first recover it with the sqlite3 "
-        f"shell: `sqlite3 {path}.corrupt .recover | sqlite3 {path}`."
+        f"new cache and makes the calls again. To keep what is still readable, first copy it into a new cache: "
+        f"`superb responses recover {path}.corrupt --cache {path}`."
     )
 
 

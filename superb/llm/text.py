@@ -201,10 +201,14 @@ class ProductText:
             raise ValueError(f"ProductText: text_tokens must be >= 1, got {text_tokens!r}")
         self.text_tokens = int(text_tokens)
         known = getattr(dataset, "fields", None)
-        if known:
-            unknown = [f for f in self.fields if f not in known]
+        if known is not None:  # None: a data set not opened yet (a spec check); () a data set of text alone
+            have = [*known, *(["text"] if "text" not in known else [])]  # every document has a text (superb.data)
+            unknown = [f for f in self.fields if f not in have]
             if unknown:
-                raise SpecError("fields", f"unknown product field(s) {unknown}; this dataset has {sorted(known)}")
+                kind = "passage" if getattr(dataset, "text_kind", "product") == "passage" else "product"
+                raise SpecError("fields", f"unknown {kind} field(s) {unknown}: the documents of data set "
+                                          f"{getattr(dataset, 'name', '')!r} have {have}, and a field they lack "
+                                          "would show every prompt an empty text; name those in fields = [...]")
         self._memo: dict[str, tuple[str, Counter]] = {}
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from superb.provenance import record_file
 from superb.report.markdown import to_html
 
 
@@ -61,4 +62,6 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
     tmp = out.with_name(f".{out.name}.writing")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(out)
+    if out.resolve() == (folder / "report.html").resolve():  # the folder's own page: its sha256 in provenance.json
+        record_file(folder, "report.html")
     return out

@@ -27,10 +27,10 @@ from typing import Any
 import pandas as pd
 
 from superb.digest import sha256_file
-from superb.errors import DataError, SpecError
+from superb.errors import DataError, Errors, SpecError
 from superb.trec.run_files import read_run_file
 from superb.trec.runs import LABELS_ONLY, read_qrels
-from superb.run.experiment import ExperimentResult, PipelineResult, _queries_without_results
+from superb.run.experiment import ExperimentResult, PipelineResult, _queries_without_results, check_evaluable
 from superb.run.spec import parse_spec, read_toml
 
 log = logging.getLogger(__name__)
@@ -53,10 +53,13 @@ def system_names(runs: list[Path], names: str | None) -> list[str]:
 
 def build_spec(runs: list[Path], *, qrels: Path, names: list[str], baseline: str | None, measures: list[str] | None,
                views: list[str] | None, rel: int, hypotheses: Path | None, name: str, topics: Path | None):
-    """The spec that `superb run` would read for these runs: one pipeline per run file."""
+    """The spec that `superb run` would read for these runs: one pipeline per run file. Independent errors (the
+    baseline, the hypotheses file, every measure, every hypothesis) are reported at once."""
 
+    errors = Errors()
     if baseline is not None and baseline not in names:
-        raise SpecError("--baseline", f"{baseline!r} is not one of the systems {names}")
+        errors.found.append(SpecError("--baseline", f"{baseline!r} is not one of the systems {names}"))
+        baseline = None
 
     pipelines = []
     for system, run in zip(names, runs):
@@ -80,11 +83,12 @@ def build_spec(runs: list[Path], *, qrels: Path, names: list[str], baseline: str
         raw["dataset"]["topics"] = str(topics)
     if hypotheses is not None:
         table = read_toml(hypotheses, what="hypotheses file", hint="[[hypotheses]] tables as in a spec")
-        extra = sorted(set(table) - {"hypotheses"})
-        if extra:
-            raise SpecError(extra[0], f"{hypotheses} may only hold [[hypotheses]] tables")
+        for key in sorted(set(table) - {"hypotheses"}):
+            errors.found.append(SpecError(key, f"{hypotheses} may only hold [[hypotheses]] tables"))
         raw["hypotheses"] = table.get("hypotheses", [])
-    return parse_spec(raw)
+    spec = errors.part(parse_spec, raw)
+    errors.raise_any()
+    return spec
 
 
 def read_topics(qrels: pd.DataFrame, topics: Path | None) -> pd.DataFrame:
@@ -118,15 +122,27 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
     chosen = read_topics(labels, topics)
     if chosen.empty:
         raise DataError(f"{qrels}: no query has a label; nothing to evaluate")
+    # as `superb run` refuses it, before anything is evaluated: a paired test needs 2 labelled queries
+    check_evaluable(spec, chosen, labels, fix=("give a qrels file with more labelled queries" +
+                                               (" or more queries in --topics" if topics is not None else "") +
+                                               ", or --baseline none (no tests)"))
     results = {}
+    labelled = set(labels["qid"])
     for p, path in zip(spec.pipelines, runs):
         rows = read_run_file(path).rows
         strangers = sorted(set(rows["qid"]) - set(chosen["qid"]))
-        if strangers:
-            log.warning("run %s: %d queries have no labels in %s (e.g. %s): ignored", path, len(strangers), qrels,
-                        strangers[:3])
+        unlabelled = [q for q in strangers if q not in labelled]
+        if unlabelled:
+            log.warning("run %s: %d queries have no labels in %s (e.g. %s): ignored", path, len(unlabelled), qrels,
+                        unlabelled[:3])
+        unselected = [q for q in strangers if q in labelled]
+        if unselected:
+            log.warning("run %s: %d queries are not in --topics %s (e.g. %s): not evaluated", path,
+                        len(unselected), topics, unselected[:3])
         run = chosen.merge(rows, on="qid")
-        stats = {"run_queries_without_labels": len(strangers), **_queries_without_results(p.name, chosen, run)}
+        stats = {"run_queries_without_labels": len(unlabelled), **_queries_without_results(p.name, chosen, run)}
+        if unselected:
+            stats["run_queries_not_in_topics"] = len(unselected)
         results[p.name] = PipelineResult(name=p.name, run=run, seconds=0.0, stats=stats)
     qrels_used = labels[labels["qid"].isin(set(chosen["qid"]))].reset_index(drop=True)
 

@@ -60,17 +60,19 @@ def check_topics(topics: pd.DataFrame) -> pd.DataFrame:
     return topics
 
 
-def check_evaluable(spec: Spec, topics: pd.DataFrame, qrels: pd.DataFrame, *, sharded: bool = False) -> None:
+def check_evaluable(spec: Spec, topics: pd.DataFrame, qrels: pd.DataFrame, *, sharded: bool = False,
+                    fix: str = "") -> None:
     """Before any system runs: evaluation needs a selected query with labels, and a paired significance test (any
-    pipeline with a baseline or a compare) two of them; else a DataError now, not a crash after the LLM calls."""
+    pipeline with a baseline or a compare) two of them; else a DataError now, not a crash after the LLM calls.
+    ``fix``: the way out to name (default: a spec's)."""
     judged = sorted(set(topics["qid"]) & set(qrels["qid"]))
     tested = any(b is not None for b in spec.baselines.values()) or any(spec.comparisons.values())
     need = 2 if tested else 1
     if len(judged) >= need:
         return
     why = "a paired significance test (a baseline or compare) needs at least 2" if tested else "nothing to evaluate"
-    fix = "use fewer shards, so that each holds at least 2 labelled queries" if sharded else \
-        "select more queries in [queries]" + (", or set baseline = false on every pipeline" if tested else "")
+    fix = fix or ("use fewer shards, so that each holds at least 2 labelled queries" if sharded else
+                  "select more queries in [queries]" + (", or set baseline = false on every pipeline" if tested else ""))
     raise DataError(f"{len(judged)} of the {len(topics)} selected queries have relevance labels "
                     f"({', '.join(judged) or 'none'}): {why}; {fix}")
 
@@ -166,6 +168,10 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
             llm_info = describe(llm)
         else:
             llm, llm_info = open_for_spec(spec.llm, stack, dry_run=dry_run)
+        if dry_run:  # a dry run writes no answer and no embedding (superb.transformers.embedding_cache)
+            from superb.transformers.embedding_cache import read_only
+
+            stack.enter_context(read_only())
         results = run_systems(spec.pipelines, dataset, topics, llm=llm, seed=spec.seed, progress=progress)
         if llm is not None and llm_info is not None:
             llm_info["usage_total"] = _usage_dict(llm)
@@ -188,6 +194,7 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
     """THE way superb runs systems (`superb run`, and the label study's first stages): build them all, then run each
     on ``topics``, recording its time, its components' counters and its share of the LLM usage."""
     from superb.pipelines.systems import build_systems
+    from superb.terminal import status
 
     systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
     paths = {p.name: p.path for p in pipelines}
@@ -196,7 +203,11 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
     for name, system in systems.items():
         t0 = time.perf_counter()
         before = _usage_dict(llm)
-        run = _checked_run(system.pipeline(topics), name, paths[name])
+        if name in first_stages and progress:  # a first stage has no bar of its own: a line before and after
+            with status(f"first stage {name}: {len(topics)} queries"):
+                run = _checked_run(system.pipeline(topics), name, paths[name])
+        else:
+            run = _checked_run(system.pipeline(topics), name, paths[name])
         stats = system.stats()
         if name in first_stages:
             stats.update(_queries_without_results(name, topics, run))

@@ -49,7 +49,7 @@ from superb.eval.view_verdicts import views_sentence
 from superb.run.experiment import ExperimentResult
 from superb.llm.prompts import file_records
 from superb.llm.ship import ship_responses
-from superb.provenance import write as write_provenance
+from superb.provenance import folder_files, write as write_provenance
 from superb.trec.runs import TIE_RULE, write_run
 from superb.run.shards import file_digests
 from superb.run.spec_names import check_file_names, file_name
@@ -244,8 +244,7 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     provenance = json.loads(path.read_text(encoding="utf-8"))  # with the shipped responses' summary
     if "shard" in (provenance.get("sharding") or {}):  # what `superb merge` checks the shard's files against
         provenance["sharding"]["sha256"] = file_digests(out_dir)
-    files = sorted(str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.is_file())
-    provenance["files"] = sorted({*files, "provenance.json"})
+    provenance["files"] = folder_files(out_dir)  # each file's sha256 (report.html is added when it is written)
     path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
 
 

@@ -12,14 +12,13 @@ system before it runs any). Unknown keys are always rejected, never dropped.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from superb.errors import Errors, SpecError
-from superb.options import check_keys, typed
+from superb.options import check_keys, read_toml, typed
 from superb.pipelines.pipeline_spec import PipelineSpec
 from superb.run.spec_names import NAME_RE, SPEC_NAME_ROOM, check_name_length
 from superb.run.spec_pipelines import parse_pipelines
@@ -101,17 +100,6 @@ class Spec:
         return ranked
 
 
-def read_toml(path: str | Path, what: str = "spec file", hint: str = "experiments/*.toml are examples") -> dict:
-    """A spec file's TOML as a dict; a missing file or bad TOML is a SpecError naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError("", f"{what} {path} does not exist ({hint})")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError("", f"{path} is not valid TOML: {exc}") from exc
-
-
 def load_spec(path: str | Path) -> Spec:
     return parse_spec(read_toml(path), source=Path(path))
 
@@ -131,7 +119,7 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
     output = errors.part(typed, raw, "output", str, "", default=None)
     seed = errors.part(typed, raw, "seed", int, "", default=0)
     hypotheses = ()
-    if pipelines is not None and evaluation is not None:
+    if pipelines is not None:  # with a wrong [evaluation], the hypotheses' systems are still checked
         hypotheses = errors.part(_parse_hypotheses, raw.get("hypotheses", []), pipelines, evaluation)
     errors.raise_any()
     return Spec(
@@ -150,7 +138,7 @@ def _parse_name(raw: dict[str, Any]) -> str:
     return name
 
 
-def _parse_hypotheses(items: Any, pipelines: tuple[PipelineSpec, ...], evaluation: EvaluationSpec
+def _parse_hypotheses(items: Any, pipelines: tuple[PipelineSpec, ...], evaluation: EvaluationSpec | None
                       ) -> tuple[HypothesisSpec, ...]:
     """[[hypotheses]]: each names two pipelines, optional measures and views (subsets of [evaluation]'s), a family
     and its evidence. A test (pair, measure, view) is declared once; a pair is declared in one direction, and a
@@ -168,41 +156,59 @@ def _parse_hypotheses(items: Any, pipelines: tuple[PipelineSpec, ...], evaluatio
     return tuple(out)
 
 
-def _parse_hypothesis(table: dict, path: str, names: Mapping[str, PipelineSpec], evaluation: EvaluationSpec,
-                      seen: dict) -> HypothesisSpec:
+def _parse_hypothesis(table: dict, path: str, names: Mapping[str, PipelineSpec], evaluation: EvaluationSpec | None,
+                      seen: dict) -> HypothesisSpec | None:
+    """One [[hypotheses]] table; its systems, measures, views and family are checked independently and every error
+    is reported at once. ``evaluation`` None: [evaluation] itself is wrong (reported on its own), so measures and
+    views are not checked against it."""
     check_keys(table, path, required={"system", "against"}, optional={"measures", "views", "family", "evidence"})
-    system, against = typed(table, "system", str, path), typed(table, "against", str, path)
-    for key, name in (("system", system), ("against", against)):
+    errors = Errors()
+
+    def system(key: str) -> str:
+        name = typed(table, key, str, path)
         if name not in names:
             raise SpecError(f"{path}.{key}", f"{name!r} names no pipeline; known: {sorted(names)}")
-    if system == against:
-        raise SpecError(f"{path}.against", "a system cannot be tested against itself")
-    if names[against].baseline == system:
-        raise SpecError(path, f"{against!r} is tested against its baseline {system!r} in the table: write "
-                              f"system = {against!r}, against = {system!r}")
-    measures = typed(table, "measures", list, path, default=list(evaluation.measures))
-    unknown = [m for m in measures if m not in evaluation.measures]
-    if not measures or unknown:
-        raise SpecError(f"{path}.measures", f"expected a non-empty list of [evaluation] measures "
-                                            f"{list(evaluation.measures)}, got {unknown or measures!r}")
-    views = typed(table, "views", list, path, default=list(evaluation.views))
-    unknown = [v for v in views if v not in evaluation.views]
-    if not views or unknown:
-        raise SpecError(f"{path}.views", f"expected a non-empty list of [evaluation] views "
-                                         f"{list(evaluation.views)}, got {unknown or views!r}")
-    family = typed(table, "family", str, path, default="confirmatory")
-    if not family.strip():
-        raise SpecError(f"{path}.family", "must be a non-empty name")
+        return name
+
+    def listed(key: str, allowed: tuple[str, ...], what: str) -> list:
+        found = typed(table, key, list, path, default=list(allowed))
+        unknown = [m for m in found if m not in allowed]
+        if not found or unknown:
+            raise SpecError(f"{path}.{key}", f"expected a non-empty list of [evaluation] {what} {list(allowed)}, got "
+                                             f"{unknown or found!r}")
+        return found
+
+    def family_name() -> str:
+        found = typed(table, "family", str, path, default="confirmatory")
+        if not found.strip():
+            raise SpecError(f"{path}.family", "must be a non-empty name")
+        return found
+
+    one, other = errors.part(system, "system"), errors.part(system, "against")
+    if one is not None and other is not None:
+        if one == other:
+            errors.found.append(SpecError(f"{path}.against", "a system cannot be tested against itself"))
+        elif names[other].baseline == one:
+            errors.found.append(SpecError(path, f"{other!r} is tested against its baseline {one!r} in the table: "
+                                                f"write system = {other!r}, against = {one!r}"))
+    measures = views = None
+    if evaluation is not None:
+        measures = errors.part(listed, "measures", evaluation.measures, "measures")
+        views = errors.part(listed, "views", evaluation.views, "views")
+    family = errors.part(family_name)
+    evidence = errors.part(typed, table, "evidence", str, path, default="")
+    errors.raise_any()
+    if evaluation is None:  # nothing more to check: parse_spec reports [evaluation]'s own errors
+        return None
     for m in measures:
         for v in views:
-            key = frozenset((system, against)), m, v
+            key = frozenset((one, other)), m, v
             if key in seen:
-                raise SpecError(path, f"{system!r} against {against!r} on {m} ({v}) is already declared by "
+                raise SpecError(path, f"{one!r} against {other!r} on {m} ({v}) is already declared by "
                                       f"{seen[key]}; declare each test once")
             seen[key] = path
-    return HypothesisSpec(system=system, against=against, measures=tuple(dict.fromkeys(measures)),
-                          views=tuple(dict.fromkeys(views)), family=family,
-                          evidence=typed(table, "evidence", str, path, default=""), path=path)
+    return HypothesisSpec(system=one, against=other, measures=tuple(dict.fromkeys(measures)),
+                          views=tuple(dict.fromkeys(views)), family=family, evidence=evidence, path=path)
 
 
 def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
@@ -234,8 +240,11 @@ def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
 
 
 def _parse_evaluation(table: Any) -> EvaluationSpec:
+    """The [evaluation] table; its keys are independent, so every bad one (and every bad measure) is reported at
+    once (:class:`superb.errors.SpecErrors`)."""
     from superb.eval.measures import DEFAULT_MEASURES
     from superb.eval.stats import CORRECTIONS, TESTS
+    from superb.eval.evaluate import VIEW_KINDS
 
     path = "evaluation"
     if not isinstance(table, dict):
@@ -245,39 +254,58 @@ def _parse_evaluation(table: Any) -> EvaluationSpec:
                                              "\"condensed\"] for both in one table)")
     check_keys(table, path, optional={"measures", "rel", "test", "correction", "alpha", "views", "n_resamples",
                                       "interval", "no_relevant"})
-    measures = typed(table, "measures", list, path, default=list(DEFAULT_MEASURES))
-    if not measures or not all(isinstance(m, str) for m in measures):
-        raise SpecError(f"{path}.measures", "must be a non-empty list of ir_measures names, e.g. [\"nDCG@10\", \"P@5\"]")
-    test = typed(table, "test", str, path, default="t")
-    if test not in TESTS:
-        raise SpecError(f"{path}.test", f"{test!r} is not one of {', '.join(TESTS)}")
-    correction = typed(table, "correction", str, path, default="holm")
-    if correction not in CORRECTIONS:
-        raise SpecError(f"{path}.correction", f"{correction!r} is not one of {', '.join(CORRECTIONS)}")
-    alpha = typed(table, "alpha", (float, int), path, default=0.05)
-    if not 0 < alpha < 1:
-        raise SpecError(f"{path}.alpha", f"must be between 0 and 1, got {alpha}")
-    n_resamples = typed(table, "n_resamples", int, path, default=10000)
-    if n_resamples < 100:
-        raise SpecError(f"{path}.n_resamples", f"must be at least 100, got {n_resamples}")
-    from superb.eval.evaluate import VIEW_KINDS
+    errors = Errors()
 
-    views = typed(table, "views", list, path, default=["full"])
-    if not views or len(set(views)) != len(views) or not all(v in VIEW_KINDS for v in views):
-        raise SpecError(f"{path}.views", f"expected a non-empty list of distinct views from {list(VIEW_KINDS)}, "
-                                         f"got {views!r}")
-    rel = typed(table, "rel", int, path, default=None)
-    interval = typed(table, "interval", str, path, default="t")
-    if interval not in INTERVALS:
-        raise SpecError(f"{path}.interval", f"{interval!r} is not one of {', '.join(INTERVALS)}")
-    no_relevant = typed(table, "no_relevant", str, path, default="keep")
-    if no_relevant not in NO_RELEVANT:
-        raise SpecError(f"{path}.no_relevant", f"{no_relevant!r} is not one of {', '.join(NO_RELEVANT)} (keep: "
-                                               "queries without a relevant document score 0, as trec_eval)")
-    check_measures(measures, rel, views, path)
+    def choice(key: str, allowed: Iterable[str], default: str, why: str = "") -> str | None:
+        def read() -> str:
+            value = typed(table, key, str, path, default=default)
+            if value not in allowed:
+                raise SpecError(f"{path}.{key}", f"{value!r} is not one of {', '.join(allowed)}{why}")
+            return value
+        return errors.part(read)
+
+    def measures_list() -> list:
+        found = typed(table, "measures", list, path, default=list(DEFAULT_MEASURES))
+        if not found or not all(isinstance(m, str) for m in found):
+            raise SpecError(f"{path}.measures", "must be a non-empty list of ir_measures names, e.g. [\"nDCG@10\", "
+                                                "\"P@5\"]")
+        return found
+
+    def alpha_value() -> float:
+        value = typed(table, "alpha", (float, int), path, default=0.05)
+        if not 0 < value < 1:
+            raise SpecError(f"{path}.alpha", f"must be between 0 and 1, got {value}")
+        return float(value)
+
+    def resamples() -> int:
+        value = typed(table, "n_resamples", int, path, default=10000)
+        if value < 100:
+            raise SpecError(f"{path}.n_resamples", f"must be at least 100, got {value}")
+        return value
+
+    def views_list() -> list:
+        value = typed(table, "views", list, path, default=["full"])
+        if not value or len(set(value)) != len(value) or not all(v in VIEW_KINDS for v in value):
+            raise SpecError(f"{path}.views", f"expected a non-empty list of distinct views from {list(VIEW_KINDS)}, "
+                                             f"got {value!r}")
+        return value
+
+    measures = errors.part(measures_list)
+    rel = errors.part(typed, table, "rel", int, path, default=None)
+    views = errors.part(views_list)
+    if measures is not None:
+        errors.part(check_measures, measures, rel, views or ["full"], path)
+    test = choice("test", TESTS, "t")
+    correction = choice("correction", CORRECTIONS, "holm")
+    alpha = errors.part(alpha_value)
+    n_resamples = errors.part(resamples)
+    interval = choice("interval", INTERVALS, "t")
+    no_relevant = choice("no_relevant", NO_RELEVANT, "keep", " (keep: queries without a relevant document score 0, "
+                                                             "as trec_eval)")
+    errors.raise_any()
     return EvaluationSpec(
         measures=tuple(measures), rel=rel, test=test, correction=correction,
-        alpha=float(alpha), views=tuple(views), n_resamples=n_resamples, interval=interval, no_relevant=no_relevant,
+        alpha=alpha, views=tuple(views), n_resamples=n_resamples, interval=interval, no_relevant=no_relevant,
     )
 
 
@@ -291,9 +319,12 @@ def check_measures(names: list[str], rel: int | None, views: Iterable[str], path
     from superb.eval.measures import check_computable, parse_measures
 
     measures = parse_measures(names, rel=rel, path=f"{path}.measures")
+    errors = Errors()  # a measure without a condensed form is reported once per view, all at once
     for view in views:
         if VIEW_KINDS[view]:  # judged_only: the measures' condensed forms
-            condensed = View(view, None, True).measures(measures)  # SpecError at evaluation.views if one has none
-            check_computable(condensed, names, f"{path}.measures", where=f" under the {view} view")
+            condensed = errors.part(View(view, None, True).measures, measures)  # SpecError at evaluation.views
+            if condensed is not None:
+                errors.part(check_computable, condensed, names, f"{path}.measures", where=f" under the {view} view")
+    errors.raise_any()
 
 

@@ -5,9 +5,15 @@ is read line by line and every defect is reported with its place, before anythin
 
 - TREC run format, one line per (query, document): ``qid Q0 docno rank score tag`` (whitespace-separated, 6
   columns; rank an integer, score a finite number). A line with another shape is a DataError naming ``file:line``.
+  Numbers are read as C reads them, in ASCII only: trec_eval takes a score with ``atof``, which stops at the first
+  character that is not part of a C number, so ``1_000`` is 1 and Arabic-Indic ``٩٩`` is 0 to it, while Python's
+  ``float`` reads 1000 and 99. A score or rank that is not a plain ASCII number (``-1.5``, ``2e-3``, ``7``) is
+  refused with its place rather than read either way. A UTF-8 byte-order mark at the start of the file (what some
+  Windows editors write) is not part of the first query id: it is dropped.
 - rank_llm's JSON candidates (``retrieve_results_*.json``): a list of ``{"query": text, "hits": [{"qid", "docid",
   "rank", "score", "content"}, ...]}``; the passage texts are not kept here (the data set holds them). A hit without
-  those keys is a DataError naming ``file: entry i, hit j``.
+  those keys, or whose qid is not its entry's (the first hit's), is a DataError naming ``file: entry i, hit j``; so
+  is an entry whose query another entry already holds.
 
 A document repeated within one query is a DataError naming both lines (trec_eval would count it twice). The rows
 come back in the order they are evaluated in: per query (queries in file order), score descending, then docno
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,11 +160,17 @@ def _read(path: Path, fmt: str) -> RunFile:
                    rank_disagreements=disagree)
 
 
+#: numbers as C's atof/atol read them whole, ASCII only (no ``_`` separators, no other scripts' digits, no hex)
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)", re.ASCII | re.I)
+
+
 def _number(text: str, what: str, where: str, integer: bool = False) -> float:
-    try:
-        value = int(text) if integer else float(text)
-    except ValueError:
-        raise DataError(f"{where}: {what} {text!r} is not {'an integer' if integer else 'a number'}. {HOW}") from None
+    if not (_INTEGER if integer else _FLOAT).fullmatch(text):
+        kind = "an integer" if integer else "a number"
+        raise DataError(f"{where}: {what} {text!r} is not {kind} written in ASCII digits (trec_eval reads numbers "
+                        f"with C's atof, which would stop at the first other character). {HOW}")
+    value = int(text) if integer else float(text)
     if not integer and not math.isfinite(value):
         raise DataError(f"{where}: {what} {text!r} is not a finite number. {HOW}")
     return value
@@ -166,7 +179,7 @@ def _number(text: str, what: str, where: str, integer: bool = False) -> float:
 def _read_trec(path: Path) -> list[tuple]:
     records = []
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # -sig: a leading byte-order mark is dropped
             for number, line in enumerate(handle, 1):
                 parts = line.split()
                 if not parts:
@@ -185,7 +198,7 @@ def _read_trec(path: Path) -> list[tuple]:
 
 def _read_rank_llm(path: Path) -> tuple[list[tuple], dict[str, str]]:
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        entries = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); the file may be truncated. {HOW}") from None
     except UnicodeDecodeError:
@@ -194,16 +207,27 @@ def _read_rank_llm(path: Path) -> tuple[list[tuple], dict[str, str]]:
         raise DataError(f"{path}: expected a JSON list of {{\"query\", \"hits\"}} entries, found "
                         f"{type(entries).__name__}. {HOW}")
     records, texts = [], {}
+    owner: dict[str, int] = {}  # qid -> the entry that holds it
     for i, entry in enumerate(entries):
         where = f"{path}: entry {i}"
         if not isinstance(entry, dict) or not isinstance(entry.get("hits"), list):
             raise DataError(f"{where}: expected an object with a \"hits\" list. {HOW}")
+        entry_qid = None
         for j, hit in enumerate(entry["hits"]):
             at = f"{where}, hit {j}"
             missing = [k for k in ("qid", "docid", "score") if not isinstance(hit, dict) or k not in hit]
             if missing:
                 raise DataError(f"{at}: missing {missing} (each hit needs qid, docid, rank, score). {HOW}")
             qid, docno = str(hit["qid"]), str(hit["docid"])
+            if entry_qid is None:
+                entry_qid = qid
+                if owner.setdefault(qid, i) != i:
+                    raise DataError(f"{at}: query {qid!r} is already the query of entry {owner[qid]}; rank_llm "
+                                    f"writes one entry per query: join their hits into one entry. {HOW}")
+            elif qid != entry_qid:
+                raise DataError(f"{at}: qid {qid!r} differs from its entry's qid {entry_qid!r} (hit 0's): every hit "
+                                f"of an entry belongs to the entry's query; move the hit to its own query's entry "
+                                f"or correct its qid. {HOW}")
             score = _number(str(hit["score"]), "score", at)
             rank = _number(str(hit.get("rank", j + 1)), "rank", at, integer=True)
             records.append((qid, docno, rank, score, at))

@@ -22,6 +22,7 @@ pt.Experiment), and each is exactly representable, so the separation survives a 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,10 @@ from superb.errors import DataError
 
 #: the [dataset] name `superb evaluate` writes into its spec: labels from a qrels file, no documents (so no titles)
 LABELS_ONLY = "qrels"
+#: the largest label magnitude a qrels file may hold: graded scales run to a few levels (TREC: -2..4), and a label of
+#: 3000000000 (a typo) makes pytrec_eval allocate memory per level up to it (23 GB seen) and 1e20 overflows
+MAX_LABEL = 1000
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)  # as C's atol reads a whole field: no "1_0", no other scripts' digits
 TIE_RULE = ("ranks: score descending, then docno descending (trec_eval's rule), decided once at the first stage; "
             "files: scores as 32-bit floats (trec_eval's precision), lowered one 32-bit step below their predecessor "
             "where not already below it, so they strictly decrease in rank order")
@@ -112,10 +117,23 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
         labels = pd.to_numeric(frame["label"], errors="raise")
         if not (labels % 1 == 0).all():
             raise ValueError("a label is not a whole number")
+        if (labels.abs() > MAX_LABEL).any():
+            raise ValueError(f"a label is outside -{MAX_LABEL}..{MAX_LABEL}")
         frame["label"] = labels.astype(int)
     except (ValueError, pd.errors.ParserError) as exc:
         raise qrels_line_error(Path(path), exc) from None
     return frame[["qid", "docno", "label"]]
+
+
+def label_error(text: str, where: str) -> str:
+    """"" when ``text`` is a qrels label superb reads (a whole number, ASCII digits, within +-MAX_LABEL), else the
+    sentence saying why, starting with ``where`` (``file:line``)."""
+    if not _INTEGER.fullmatch(text):
+        return f"{where}: label {text!r} is not an integer"
+    if abs(int(text)) > MAX_LABEL:
+        return (f"{where}: label {text} is outside -{MAX_LABEL}..{MAX_LABEL} (graded scales have a few levels, "
+                "e.g. TREC's 0..3: a typo?)")
+    return ""
 
 
 def qrels_line_error(path: Path, cause: Exception) -> DataError:
@@ -133,8 +151,7 @@ def qrels_line_error(path: Path, cause: Exception) -> DataError:
         if len(parts) != 4:
             return DataError(f"{path}:{number}: expected 4 columns, found {len(parts)}: {line.strip()[:80]!r}{cut}. "
                              f"{how}")
-        try:
-            int(parts[3])
-        except ValueError:
-            return DataError(f"{path}:{number}: label {parts[3]!r} is not an integer{cut}. {how}")
+        error = label_error(parts[3], f"{path}:{number}")
+        if error:
+            return DataError(f"{error}{cut}. {how}")
     return DataError(f"{path} is not a TREC qrels file ({cause}). {how}")

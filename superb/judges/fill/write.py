@@ -33,7 +33,7 @@ from superb.judges.fill.inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, READ
 from superb.atomic import replacing
 from superb.llm.cache import ResponseCache
 from superb.llm.ship import SHIPPED_FILE, _sha256, read_lines, row_line, write_lines
-from superb.provenance import record_code
+from superb.provenance import folder_files, record_code
 
 FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
 
@@ -186,8 +186,7 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
                           "project": record_code(out, FILL_PATCH)}  # the code of the fill, which may differ
     if shipped is not None:
         provenance["responses"] = shipped
-    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-    provenance["files"] = sorted({*files, "provenance.json"})
+    provenance["files"] = folder_files(out)  # each file's sha256 (report.html again once it is rewritten)
     _write_text(out / "provenance.json", json.dumps(provenance, indent=2, default=str))
     return {"usage": run["usage"], "llm_spec": folder.spec.llm, "fingerprint": fingerprint, "table": ev.table,
             "sentence": sentence,
