@@ -297,7 +297,7 @@ def _cmd_report(args) -> int:
 
 def _cmd_table(args) -> int:
     from superb.eval.paper_table import paper_table
-    from superb.eval.paper_table_files import FILES, write_paper_table
+    from superb.eval.paper_table_files import write_paper_table
     from superb.eval.paper_table_markdown import format_markdown
 
     names = [n.strip() for n in args.names.split(",")] if args.names else None
@@ -311,7 +311,7 @@ def _cmd_table(args) -> int:
         write_paper_table(frame, tmp, title=args.out.name)
         provenance.write(tmp, {"command": _table_command(args), "collections": frame.attrs["collections"],
                                "measures": frame.attrs["measures"], "average": frame.attrs["average"],
-                               "files": list(FILES)})
+                               "files": provenance.folder_files(tmp)})
     print((args.out / "table.md").read_text(encoding="utf-8"))
     print(f"written to {args.out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{booktabs}})")
     return 0

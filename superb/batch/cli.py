@@ -31,6 +31,7 @@ from superb.llm.cache import ResponseCache
 from superb.llm.model import model_id
 from superb.llm.ship import replay, write_shipped
 from superb.run.spec import load_spec
+from superb.llm.recover import Recovered, recover_rows
 
 
 def register(subparsers: Any) -> None:
@@ -244,8 +245,6 @@ def _remove(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from superb.llm.recover import Recovered, recover_rows
-
     path = _cache_path(args)
     if path.resolve() == args.damaged.resolve():
         raise SuperbError(f"--cache {path} is the damaged file itself: move it aside first (`mv {path} "

@@ -32,6 +32,7 @@ import pandas as pd
 from superb.data.base import Dataset, check_options, file_record, require_file, utf8_error
 from superb.data.local import read_queries_tsv, read_trec_qrels
 from superb.errors import DataError, SpecError
+from superb.trec.run_files import read_run_file
 
 log = logging.getLogger(__name__)
 OPTIONS = ("name", "file", "qrels", "topics", "rel_threshold")
@@ -64,8 +65,6 @@ class CandidatesDataset(Dataset):
         """(qid, query text, [(docno, passage text), ...]) per entry with hits, read once: the ranking first, by the
         strict run reader, then the passages' text."""
         if self._entries is None:
-            from superb.trec.run_files import read_run_file  # here: it loads pandas' run machinery only when data is read
-
             read_run_file(self.files["file"], "rank_llm")  # the ranking's defects, each with its place
             self._entries, empty = read_passages(self.files["file"])
             self._counts["entries_without_hits"] = empty

@@ -25,6 +25,7 @@ from typing import BinaryIO, Iterable
 from superb import paths
 from superb.errors import DataError, MissingDependencyError, SpecError
 from superb.llm.config import LLMConfig
+from superb.terminal import progress_on
 
 log = logging.getLogger(__name__)
 CHUNK = 8 << 20
@@ -169,8 +170,6 @@ def _write_verified(spec: ModelFile, target: Path, chunks: Iterable[bytes], sour
     """Write chunks to a temporary file while hashing; move it into place only if size and sha256 match the pin. A
     bar on stderr shows the bytes joined or downloaded (off with SUPERB_PROGRESS=0)."""
     from tqdm.auto import tqdm
-
-    from superb.terminal import progress_on
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")

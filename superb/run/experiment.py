@@ -21,6 +21,7 @@ from superb.llm import describe
 from superb.llm.connect import check_table, open_for_spec
 from superb.llm.ship import response_log
 from superb.run.spec import PipelineSpec, QueriesSpec, Spec
+from superb.terminal import status
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +195,6 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
     """THE way superb runs systems (`superb run`, and the label study's first stages): build them all, then run each
     on ``topics``, recording its time, its components' counters and its share of the LLM usage."""
     from superb.pipelines.systems import build_systems
-    from superb.terminal import status
 
     systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
     paths = {p.name: p.path for p in pipelines}
