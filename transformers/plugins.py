@@ -160,6 +160,7 @@ def _ref(type_name: str, module: Any, module_name: str, attr: str) -> PluginRef:
     if dist is not None:
         try:
             version = metadata.version(dist)
+            file = None  # an installed module is named by its distribution and version, not by where it lies
         except metadata.PackageNotFoundError:
             dist = None
     return PluginRef(type_name, module_name, attr, file, sha, dist, version)
