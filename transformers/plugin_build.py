@@ -91,4 +91,6 @@ def build_transformer_stage(facts: Any, options: Mapping[str, Any], context: Any
     if facts.needs_text and dataset is not None:
         fields = values["fields"]
         text = product_text({} if fields is None else {"fields": fields}, context, path)
-    return TransformerStage(inner, type_name=facts.name, tag=path, top_k=values["top_k"], text=text)
+    stage = TransformerStage(inner, type_name=facts.name, tag=path, top_k=values["top_k"], text=text)
+    stage.calls_llm = facts.calls_llm  # a factory given the LLM client calls it: the dry run's ceiling says unknown
+    return stage

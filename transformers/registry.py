@@ -77,8 +77,10 @@ def _facts(obj: Any, kind: str, type_name: str, plugin: Any) -> StageFacts:
         name = declared or type_name
     else:  # a plug-in's own type_name, else its entry-point name, else its attribute's name in snake_case
         name = declared or (type_name if ":" not in type_name else _snake(getattr(obj, "__name__", "stage")))
-    init = obj.__init__ if kind == "stage" else obj
-    takes_llm = "llm" in inspect.signature(init).parameters
+    try:
+        takes_llm = "llm" in inspect.signature(obj.__init__ if kind == "stage" else obj).parameters
+    except (TypeError, ValueError):  # a callable without a signature Python can read: it takes no llm by name
+        takes_llm = False
     writes = bool(getattr(obj, "writes_score", True)) if kind == "stage" else True
     text = bool(getattr(obj, "needs_text", True))
     return StageFacts(obj, kind, bool(getattr(obj, "calls_llm", takes_llm)), text, writes, name, plugin,
