@@ -25,9 +25,10 @@ import inspect
 import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from superb.errors import SpecError
 
@@ -153,7 +154,7 @@ def _ref(type_name: str, module: Any, module_name: str, attr: str) -> PluginRef:
             file = None
     dist = None
     top = module_name.split(".")[0]
-    for name in metadata.packages_distributions().get(top, []) if not module_name.endswith(".py") else []:
+    for name in _distributions().get(top, []) if not module_name.endswith(".py") else []:
         dist = name
         break
     version = None
@@ -164,6 +165,12 @@ def _ref(type_name: str, module: Any, module_name: str, attr: str) -> PluginRef:
         except metadata.PackageNotFoundError:
             dist = None
     return PluginRef(type_name, module_name, attr, file, sha, dist, version)
+
+
+@lru_cache(maxsize=1)
+def _distributions() -> Mapping[str, list[str]]:
+    """Top-level module -> the installed distributions providing it (read once: it scans every installed package)."""
+    return metadata.packages_distributions()
 
 
 def kind_of(obj: Any, type_name: str, path: str) -> str:

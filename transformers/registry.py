@@ -59,8 +59,8 @@ class StageFacts:
     needs_text: bool
     writes_score: bool
     name: str
-    plugin: Any = None
-    needs_documents: bool = True  # reads the data set's documents (their text, or their index entry: ``bm25``)  # plugins.PluginRef for a type from outside superb
+    plugin: Any = None  # plugins.PluginRef for a type from outside superb
+    needs_documents: bool = True  # reads the data set's documents (their text, or their index entry: ``bm25``)
 
     def default_template(self, options: Mapping[str, Any]) -> str | None:
         method = getattr(self.cls, "default_template", None) if self.kind == "stage" else None
