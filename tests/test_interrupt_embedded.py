@@ -104,7 +104,10 @@ class Try:
             if self.when == "twice":
                 time.sleep(0.1)
                 self.signalled_at = time.monotonic()
-                os.killpg(self.proc.pid, signal.SIGINT)
+                try:
+                    os.killpg(self.proc.pid, signal.SIGINT)
+                except ProcessLookupError:  # the first Ctrl-C already ended the whole group: nothing left to signal
+                    pass
             return
         if self._seen(r"pipeline BM25 >> P: \d+ rows") is None:  # "stop": the last pipeline is done, the server
             self.error = "the run never finished its last pipeline"  # stops next, then the results are written
