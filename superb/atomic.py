@@ -18,7 +18,7 @@ Only a folder that looks like superb's (provenance.json, table.csv or table.md i
 while a folder holds a file that superb did not write there (one its provenance.json ``files`` list does not name,
 other than README.md and report.html: a notes file, a spec, a script's output), it is refused, naming the files, and
 so is a folder that holds an input of the command itself (the spec being run, a run file being evaluated). Move
-those files out, or write elsewhere with ``--out`` (docs/results.md).
+those files out, or write elsewhere with ``--out`` (docs/spec.md, "What a run writes").
 
 Before any LLM call, :func:`check_writable` makes sure the folder can be written: the nearest existing folder on the
 way to it must take a new file (a path under a regular file, a read-only mount or a folder without write permission

@@ -168,12 +168,13 @@ def write(folder: str | Path, record: dict[str, Any], *, environment_of: dict[st
 NOT_HASHED = ("README.md",)
 
 
-def folder_files(folder: str | Path) -> dict[str, str | None]:
-    """provenance.json's ``files``: relative path -> sha256 of every file of the results folder ``folder``, README.md
-    aside (:data:`NOT_HASHED`); provenance.json itself is listed with None (a file cannot hold its own hash)."""
+def folder_files(folder: str | Path, skip: tuple[str, ...] = NOT_HASHED) -> dict[str, str | None]:
+    """provenance.json's ``files``: relative path -> sha256 of every file of the results folder ``folder``, those in
+    ``skip`` aside (README.md: :data:`NOT_HASHED`); provenance.json itself is listed with None (a file cannot hold its
+    own hash)."""
     folder = Path(folder)
     found = {p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(folder.rglob("*"))
-             if p.is_file() and p.relative_to(folder).as_posix() not in NOT_HASHED}
+             if p.is_file() and p.relative_to(folder).as_posix() not in skip}
     found["provenance.json"] = None
     return dict(sorted(found.items()))
 

@@ -189,15 +189,15 @@ class Reranker(pt.Transformer):
             self.stats["from_cache"] += 1
         return comp
 
-    def read_score(self, reader: Any, comp: Completion, failed: float = 0.0) -> float:
+    def read_score(self, reader: Any, comp: Completion) -> float:
         """A one-token answer as a score, read by ``reader`` (superb.llm.answers: YesProbability, ExpectedGrade), every
-        fallback counted: a failed call -> ``failed`` (``fallback_failed_call``); no probabilities, the written
+        fallback counted: a failed call -> 0 (``fallback_failed_call``); no probabilities, the written
         answer read (``fallback_parsed_label``); nothing readable -> 0 (``fallback_unparsed``); the label found after
         the first generated token is counted too (``label_after_first_token``)."""
         reading = reader.read(comp)
         if reading.source == answers.FAILED:
             self.stats["fallback_failed_call"] += 1
-            return failed
+            return 0.0
         if reading.source == answers.UNPARSED:
             self.stats["fallback_unparsed"] += 1
             return 0.0

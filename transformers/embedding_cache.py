@@ -38,7 +38,9 @@ def read_only() -> Iterator[None]:
         yield
     finally:
         _READ_ONLY.reset(token)
-_CHUNK = 500
+
+
+_CHUNK = 500  # keys per SELECT ... IN (...)
 
 
 def text_key(text: str) -> str:
@@ -133,7 +135,7 @@ class CachedEncoder:
         texts = list(texts)
         found = self.store.get(texts)
         todo = list(dict.fromkeys(t for t in texts if t not in found))
-        self.hits += len(texts) - sum(t not in found for t in texts)
+        self.hits += sum(t in found for t in texts)
         if todo:
             if self._encoder is None:
                 self._encoder = self._make()

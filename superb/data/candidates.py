@@ -21,7 +21,6 @@ The passages are read strictly here too: a file that is not valid JSON (truncate
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -29,10 +28,10 @@ from typing import Any
 
 import pandas as pd
 
-from superb.data.base import Dataset, check_options, file_record, require_file, utf8_error
+from superb.data.base import Dataset, check_options, file_record, require_file
 from superb.data.local import read_queries_tsv, read_trec_qrels
 from superb.errors import DataError, SpecError
-from superb.trec.run_files import read_run_file
+from superb.trec.run_files import rank_llm_entries, read_run_file
 
 log = logging.getLogger(__name__)
 OPTIONS = ("name", "file", "qrels", "topics", "rel_threshold")
@@ -123,20 +122,9 @@ def read_passages(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, str]
     """(qid, query, [(docno, text), ...]) per entry of a rank_llm file with hits, and the number of entries without
     hits; every defect a DataError naming the file and its place (line of a JSON error; entry and hit of a missing
     field)."""
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); the file may be truncated. "
-                        f"{HOW['file']}") from None
-    except UnicodeDecodeError as exc:
-        raise utf8_error(path, exc) from None
-    if not isinstance(entries, list):
-        raise DataError(f"{path}: expected a JSON list of entries, found {type(entries).__name__}. {HOW['file']}")
     out, empty = [], 0
-    for i, entry in enumerate(entries):
+    for i, entry in enumerate(rank_llm_entries(path)):  # JSON, UTF-8 and shape checked as the run reader checks them
         where = f"{path}: entry {i}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("hits"), list):
-            raise DataError(f"{where}: expected an object with a \"hits\" list. {HOW['file']}")
         if not entry["hits"]:
             empty += 1
             continue

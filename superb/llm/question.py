@@ -34,7 +34,3 @@ class LabelQuestion:
 
     def read(self, completion: Any) -> Reading:
         return self.reader.read(completion)
-
-    async def ask(self, complete: Any, query: str, product: str, **variables: Any) -> Reading:
-        """Ask with ``complete`` (a Reranker's counted ``complete``, or a client's ``acomplete``) and read the answer."""
-        return self.read(await complete(self.request(query, product, **variables)))

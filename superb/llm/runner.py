@@ -16,6 +16,8 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Awaitable, Coroutine, Iterable, TypeVar
 
+from superb.terminal import progress_on
+
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -133,12 +135,9 @@ PROGRESS_MIN = 2  # a progress bar from this many items (unless SUPERB_PROGRESS=
 def progress_bar(total: int, desc: str, *, unit: str = "query", show: bool = True):
     """A tqdm bar on stderr with ETA; off below PROGRESS_MIN items, when ``show`` is False or SUPERB_PROGRESS=0.
     Shown whether or not stderr is a terminal, so long runs logged to a file show their ETA too."""
-    import os
-
     from tqdm.auto import tqdm
 
-    off = os.environ.get("SUPERB_PROGRESS", "").strip().lower() in {"0", "false", "off", "no"}
-    return tqdm(total=total, desc=desc, unit=unit, disable=off or not show or total < PROGRESS_MIN)
+    return tqdm(total=total, desc=desc, unit=unit, disable=not progress_on() or not show or total < PROGRESS_MIN)
 
 
 def run_all(llm: Any, coros: list, *, bar: Any = None) -> list:

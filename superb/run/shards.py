@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from superb.digest import sha256_file
+from superb.provenance import folder_files
 from superb.errors import DataError
 
 SHARD_RULE = ("the selected qids sorted as strings, dealt round robin: shard i of n takes positions i-1, i-1+n, "
@@ -119,8 +119,7 @@ def run_record(run: pd.DataFrame, topics: pd.DataFrame) -> dict[str, Any]:
 def file_digests(folder: Path) -> dict[str, str]:
     """sha256 of every file of a finished results folder but provenance.json (which holds them), by relative path:
     ``merge`` refuses a shard whose files changed after it was written."""
-    return {path.relative_to(folder).as_posix(): sha256_file(path)
-            for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.name != "provenance.json")}
+    return {name: sha for name, sha in folder_files(folder, skip=()).items() if name != "provenance.json"}
 
 
 def defining(raw: dict[str, Any]) -> dict[str, Any]:

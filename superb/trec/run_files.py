@@ -196,7 +196,10 @@ def _read_trec(path: Path) -> list[tuple]:
     return records
 
 
-def _read_rank_llm(path: Path) -> tuple[list[tuple], dict[str, str]]:
+def rank_llm_entries(path: Path) -> list[dict]:
+    """The entries of a rank_llm candidates file, each an object with a ``hits`` list (a leading byte-order mark
+    dropped); a file that is not UTF-8, not JSON (truncated) or not such a list is a DataError naming the place. The
+    ``candidates`` data set reads its passages from the same entries."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
@@ -206,12 +209,17 @@ def _read_rank_llm(path: Path) -> tuple[list[tuple], dict[str, str]]:
     if not isinstance(entries, list):
         raise DataError(f"{path}: expected a JSON list of {{\"query\", \"hits\"}} entries, found "
                         f"{type(entries).__name__}. {HOW}")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("hits"), list):
+            raise DataError(f"{path}: entry {i}: expected an object with a \"hits\" list. {HOW}")
+    return entries
+
+
+def _read_rank_llm(path: Path) -> tuple[list[tuple], dict[str, str]]:
     records, texts = [], {}
     owner: dict[str, int] = {}  # qid -> the entry that holds it
-    for i, entry in enumerate(entries):
+    for i, entry in enumerate(rank_llm_entries(path)):
         where = f"{path}: entry {i}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("hits"), list):
-            raise DataError(f"{where}: expected an object with a \"hits\" list. {HOW}")
         entry_qid = None
         for j, hit in enumerate(entry["hits"]):
             at = f"{where}, hit {j}"

@@ -21,6 +21,7 @@ correction) under both label sets, a FLIP being a changed conclusion (better / w
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ from superb.llm.ship import SHIPPED_FILE, _sha256, read_lines, row_line, write_l
 from superb.provenance import folder_files, record_code
 
 FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
+
+log = logging.getLogger(__name__)
 
 
 def filled_qrels(human: pd.DataFrame, llm: pd.DataFrame) -> pd.DataFrame:
@@ -211,7 +214,9 @@ def stage_templates(spec: Any) -> set[str]:
             if name is None:
                 try:
                     name = stage_facts(stage.get("type")).default_template(stage)
-                except SpecError:  # a plug-in that is not importable here: it names no default prompt
+                except SpecError as exc:  # a plug-in not importable here: its default prompt cannot be known
+                    log.warning("the circularity check cannot read the default prompt of %s (%s): a judge asking "
+                                "that prompt would not be named as asking the rerankers' own", p.name, exc)
                     name = None
             if name:
                 out.add(str(name))
