@@ -56,7 +56,7 @@ def test_the_dl19_file_is_trec_dl_2019s_queries_passages_and_labels(files):
     assert dict(ds.docs_store()) == dict(dl.docs_store())  # the same passages, the same text (whitespace collapsed)
     assert ds.qrels().equals(dl.qrels()) and ds.labels == (0, 1, 2, 3)
     assert ds.run_file("candidates") == files / "retrieve_results_dl19.json"
-    with pytest.raises(SpecError, match=r"first_stage\.run: data set 'candidates' provides the run 'candidates'"):
+    with pytest.raises(SpecError, match=r"first_stage\.run: data set 'candidates' provides the runs \['candidates'\]"):
         ds.run_file("bm25")
 
 

@@ -2,7 +2,8 @@
 set's own first stage.
 
 ``[dataset] name = "candidates"``, ``file = "retrieve_results_X.json"`` (rank_llm's retrieve step: a JSON list of
-``{"query": text, "hits": [{"qid", "docid", "rank", "score", "content"}, ...]}``), ``qrels = FILE`` (TREC qrels),
+``{"query": text, "hits": [{"qid", "docid", "rank", "score", "content"}, ...]}``; or the same gzipped,
+``.json.gz``), ``qrels = FILE`` (TREC qrels),
 optional ``topics = FILE`` (``qid<TAB>query``) and ``rel_threshold`` (default 1; TREC DL counts labels >= 2). So a
 collection superb does not know (DL21, DL22, BEIR sets, another first stage such as SPLADE++ or TAS-B) is reranked
 without converting its passages by hand.
@@ -11,6 +12,8 @@ without converting its passages by hand.
   whitespace collapsed (as trec-dl's), so prompts are the same as trec-dl's over the same file.
 - queries: one per entry (its qid is its hits'), the text of the entry's ``query``; with ``topics``, the topics of the
   candidates' queries, whose text must equal the entry's (a query without a topic, or another text, is a DataError).
+- ``more_files = [...]``: more candidates files of the same queries (other first stages): their passages join the
+  documents, and each is a run named by its file name (``run = "dataset:splade"`` for ``splade.json.gz``).
 - the ranking: ``first_stage = { run = "dataset:candidates" }`` reads the file with superb.trec.run_files' strict reader
   (every defect named with its place); it is the data set's first stage, as trec-dl's ``dataset:bm25``.
 - ``text_kind = "passage"``: the rerankers' default templates are the passage ones, their default prompt field ``text``.
@@ -34,7 +37,7 @@ from superb.errors import DataError, SpecError
 from superb.trec.run_files import rank_llm_entries, read_run_file
 
 log = logging.getLogger(__name__)
-OPTIONS = ("name", "file", "qrels", "topics", "rel_threshold")
+OPTIONS = ("name", "file", "qrels", "topics", "rel_threshold", "more_files")
 #: the run a spec names as ``first_stage = { run = "dataset:candidates" }``
 RUN = "candidates"
 HOW = {
@@ -43,6 +46,9 @@ HOW = {
     "qrels": "Give a TREC qrels file (`qid 0 docno label` per line) as option `qrels`.",
     "topics": "Give a tab-separated file of `qid<TAB>query` lines as option `topics`, or leave it out (the "
               "candidates' own query texts are used).",
+    "more_files": "Give more rank_llm candidates files of the same queries (other first stages) as a list, "
+                  "`more_files = [\"splade.json.gz\", ...]`: their passages join the documents and each is a run "
+                  "named by its file name without .json/.json.gz (`run = \"dataset:splade\"`).",
 }
 
 
@@ -53,8 +59,10 @@ class CandidatesDataset(Dataset):
     prompt_fields = ("text",)
     location_options = ("file", "qrels", "topics")
 
-    def __init__(self, files: Mapping[str, Path], *, rel_threshold: int, options: Mapping[str, Any]):
+    def __init__(self, files: Mapping[str, Path], *, rel_threshold: int, options: Mapping[str, Any],
+                 more: Mapping[str, Path] | None = None):
         self.files = dict(files)
+        self.more = dict(more or {})  # run name -> another candidates file of the same queries
         labels = tuple(sorted(set(read_trec_qrels(self.files["qrels"])["label"])))
         super().__init__(name="candidates", fields=("text",), rel_threshold=rel_threshold, labels=labels,
                          label_names={}, options=options)
@@ -73,16 +81,23 @@ class CandidatesDataset(Dataset):
         return self._entries
 
     def _load_docs(self) -> Iterator[dict]:
+        """The passages of ``file``, then those of each of ``more_files`` not seen yet (a passage given two texts is
+        a DataError naming the place)."""
         seen: dict[str, str] = {}
-        for i, (_, _, hits) in enumerate(self.entries()):
-            for j, (docno, text) in enumerate(hits):
-                if docno in seen:
-                    if seen[docno] != text:
-                        raise DataError(f"{self.files['file']}: entry {i}, hit {j}: passage {docno!r} has a text "
-                                        "different from its earlier hit's; a passage has one text")
-                    continue
-                seen[docno] = text
-                yield {"docno": docno, "text": text}
+        sources = [(self.files["file"], self.entries())]
+        for path in self.more.values():
+            read_run_file(path, "rank_llm")
+            sources.append((path, read_passages(path)[0]))
+        for path, entries in sources:
+            for i, (_, _, hits) in enumerate(entries):
+                for j, (docno, text) in enumerate(hits):
+                    if docno in seen:
+                        if seen[docno] != text:
+                            raise DataError(f"{path}: entry {i}, hit {j}: passage {docno!r} has a text different "
+                                            "from its earlier hit's; a passage has one text")
+                        continue
+                    seen[docno] = text
+                    yield {"docno": docno, "text": text}
 
     def _load_topics(self) -> pd.DataFrame:
         queries: dict[str, str] = {}
@@ -107,15 +122,23 @@ class CandidatesDataset(Dataset):
     def _load_qrels(self) -> pd.DataFrame:
         return read_trec_qrels(self.files["qrels"])
 
+    def run_names(self) -> list[str]:
+        return [RUN, *self.more]
+
     def run_file(self, name: str, path: str = "first_stage.run") -> Path:
-        """The candidates file itself, for ``first_stage = { run = "dataset:candidates" }``."""
-        if name != RUN:
-            raise SpecError(path, f"data set 'candidates' provides the run {RUN!r} (its file's ranking), not {name!r}")
-        return self.files["file"]
+        """The candidates file itself, for ``first_stage = { run = "dataset:candidates" }``; one of ``more_files`` by
+        its name."""
+        if name == RUN:
+            return self.files["file"]
+        if name in self.more:
+            return self.more[name]
+        raise SpecError(path, f"data set 'candidates' provides the runs {self.run_names()} (its files' rankings), "
+                              f"not {name!r}")
 
     def _source(self) -> dict:
-        return {"source": "a rank_llm candidates file",
-                "files": [file_record(f, role=role) for role, f in self.files.items()]}
+        return {"source": "a rank_llm candidates file" + (f" and {len(self.more)} more" if self.more else ""),
+                "files": [file_record(f, role=role) for role, f in self.files.items()]
+                + [file_record(f, role=f"run {name}") for name, f in self.more.items()]}
 
 
 def read_passages(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, str]]]], int]:
@@ -147,12 +170,39 @@ def read_passages(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, str]
 def load(config: Mapping[str, Any], path: str = "dataset") -> CandidatesDataset:
     check_options(config, OPTIONS, path)
     files = {key: require_file(config.get(key), path, key, HOW[key]) for key in ("file", "qrels")}
-    if Path(files["file"]).suffix.lower() != ".json":
-        raise SpecError(f"{path}.file", f"{files['file']} does not end in .json: the data set's run is read as "
-                                        f"rank_llm's JSON. {HOW['file']}")
+    if not _is_json(files["file"]):
+        raise SpecError(f"{path}.file", f"{files['file']} does not end in .json or .json.gz: the data set's run is "
+                                        f"read as rank_llm's JSON. {HOW['file']}")
+    more = _more_files(config.get("more_files"), path)
     if config.get("topics") is not None:
         files["topics"] = require_file(config["topics"], path, "topics", HOW["topics"])
     rel = config.get("rel_threshold", 1)
     if not isinstance(rel, int) or isinstance(rel, bool):
         raise SpecError(f"{path}.rel_threshold", f"expected an integer label, got {rel!r} (TREC DL: 2)")
-    return CandidatesDataset(files, rel_threshold=rel, options={k: v for k, v in config.items() if k != "name"})
+    return CandidatesDataset(files, rel_threshold=rel, options={k: v for k, v in config.items() if k != "name"},
+                             more=more)
+
+
+def _is_json(file: Path) -> bool:
+    return file.name.lower().endswith((".json", ".json.gz"))
+
+
+def _more_files(value: Any, path: str) -> dict[str, Path]:
+    """``more_files``: run name (the file name without .json/.json.gz) -> file, each a rank_llm JSON."""
+    if value is None:
+        return {}
+    if not isinstance(value, list) or not value:
+        raise SpecError(f"{path}.more_files", f"expected a non-empty list of files, got {value!r}. "
+                                              f"{HOW['more_files']}")
+    out: dict[str, Path] = {}
+    for i, item in enumerate(value):
+        file = require_file(item, path, f"more_files[{i}]", HOW["more_files"])
+        if not _is_json(file):
+            raise SpecError(f"{path}.more_files[{i}]", f"{file} does not end in .json or .json.gz. "
+                                                       f"{HOW['more_files']}")
+        name = file.name[:-len(".json.gz")] if file.name.lower().endswith(".gz") else file.name[:-len(".json")]
+        if name in out or name == RUN:
+            raise SpecError(f"{path}.more_files[{i}]", f"a second run named {name!r} (runs are named by their file "
+                                                       "names without .json/.json.gz; rename one file)")
+        out[name] = file
+    return out

@@ -3,6 +3,7 @@
 Resolution order for one file:
   1. the cached copy in ``data_dir()/<dataset>/<name>`` if its sha256 matches;
   2. a local mirror (env ``SUPERB_DATA_MIRROR``): ``<mirror>/<dataset>/<name>`` or ``<mirror>/<name>``, copied and verified;
+     a mirror may keep the file gzipped (``<name>.gz``): it is decompressed, and the sha256 is the upstream file's;
   3. a download of the upstream URL (urllib, with a timeout), verified.
 
 Every copy is written to a temporary file in the target folder and renamed into place only after its checksum was
@@ -12,6 +13,7 @@ does not match (e.g. edited by hand) is not used: it is fetched again and replac
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import urllib.error
@@ -42,7 +44,7 @@ class PinnedFile:
 def fetch(pinned: PinnedFile, dataset: str, *, timeout: float = 60.0) -> Path:
     """Return the local, verified path of ``pinned`` (see the module docstring for the order tried)."""
     folder = paths.data_dir() / dataset
-    target = folder / pinned.name
+    target = folder / pinned.name  # a name may hold a sub-folder (trec-dl's first-stages/NAME/...)
     if target.is_file():
         got = sha256_file(target)
         if got == pinned.sha256:
@@ -50,17 +52,22 @@ def fetch(pinned: PinnedFile, dataset: str, *, timeout: float = 60.0) -> Path:
         warnings.warn(
             f"cached {target} has sha256 {got}, expected {pinned.sha256}; fetching it again", stacklevel=2
         )
-    folder.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
 
     mirror = paths.data_mirror()
     tried: list[str] = []
     if mirror is not None:
-        for candidate in (mirror / dataset / pinned.name, mirror / pinned.name):
-            if candidate.is_file():
-                with open(candidate, "rb") as source:
-                    _write_verified(source, target, pinned, origin=str(candidate))
-                return target
-            tried.append(str(candidate))
+        for plain in (mirror / dataset / pinned.name, mirror / pinned.name):
+            for candidate, opener in ((plain, open), (plain.with_name(plain.name + ".gz"), gzip.open)):
+                if candidate.is_file():
+                    try:
+                        with opener(candidate, "rb") as source:
+                            _write_verified(source, target, pinned, origin=str(candidate))
+                    except (OSError, EOFError) as exc:  # a truncated or damaged .gz
+                        raise DataError(f"cannot read {candidate}: {exc}. Replace it with the file from "
+                                        f"{pinned.url}") from None
+                    return target
+                tried.append(str(candidate))
 
     try:
         with urllib.request.urlopen(pinned.url, timeout=timeout) as response:

@@ -17,6 +17,10 @@ Choices made here:
   them, as trec_eval has them.
 - ``text_kind = "passage"``: the rerankers' default templates are the passage ones, and their default prompt field
   is ``text``.
+- ``first_stages = ["bm25_rm3", "splade_pp_ed", "tasb", "ada2"]`` (or ``"all"``): rank_llm's top 100 of four more
+  retrievers over the same judged queries (superb.data.trec_dl_files). Their passages join the documents (the union
+  of every loaded top 100: DL19 10,852 passages, DL20 14,091), so a judge finds text for more judged pairs (DL19
+  3,831 of 9,260, DL20 4,999 of 11,386), and each is a run: ``first_stage = { run = "dataset:tasb" }``.
 
 Credit: MS MARCO (non-commercial research terms), TREC DL (NIST), rank_llm (Apache-2.0).
 """
@@ -31,44 +35,19 @@ from typing import Any
 import pandas as pd
 
 from superb.data.base import Dataset, check_options
-from superb.data.fetch import PinnedFile, fetch
+from superb.data.fetch import fetch
 from superb.data.local import read_trec_qrels
+from superb.data.trec_dl_files import (ANSERINI_TOOLS, FILES, FIRST_STAGES, RANK_LLM, RANK_LLM_FIRST_STAGES,
+                                       first_stage_files)
 from superb.errors import DataError, SpecError
+from superb.trec.run_files import rank_llm_entries
 
 FOLDER = "trec-dl"  # sub-folder of the data dir and of SUPERB_DATA_MIRROR
-RANK_LLM = "916102c7de2f7348a64427b89300946657997098"
-ANSERINI_TOOLS = "5b819c1a45c8a0a3ec9426f476694f44a29dfaf3"
-_RANK_LLM_RAW = f"https://raw.githubusercontent.com/castorini/rank_llm/{RANK_LLM}/retrieve_results/BM25/"
-_TOOLS_RAW = f"https://raw.githubusercontent.com/castorini/anserini-tools/{ANSERINI_TOOLS}/"
-
-
-def _year(yy: str, topics: str, sizes: tuple[int, int, int, int], sha256: tuple[str, str, str, str]
-          ) -> dict[str, PinnedFile]:
-    """One year's four pinned files: candidates, BM25 run, qrels, topics (sizes and sha256 in that order)."""
-    names = (f"retrieve_results_dl{yy}.json", f"trec_results_dl{yy}.txt", f"qrels.dl{yy}-passage.txt", topics)
-    urls = (_RANK_LLM_RAW + names[0], _RANK_LLM_RAW + names[1], _TOOLS_RAW + "qrels/" + names[2],
-            _TOOLS_RAW + "topics/" + names[3])
-    return {role: PinnedFile(name, url, size, sha) for role, name, url, size, sha
-            in zip(("candidates", "bm25", "qrels", "topics"), names, urls, sizes, sha256)}
-
-
-FILES: dict[int, dict[str, PinnedFile]] = {
-    2019: _year("19", "topics.dl19-passage.txt", (2306085, 190529, 187092, 1764), (
-        "4f3e4aba8bb68c1b38405da010f44537f31d3b5fff7088ef97c03caed1076674",
-        "cbada2e4f710f8cafb8f1fd54e2289011b3273cdc044adb2380af21f63a6c861",
-        "8a1f10d550732e4cd91d7fc49846a3784de4040972f583e69285a88f3c5fee92",
-        "518992da259fb61f64e4790791df91a7b42ea5773f374aed59220ebb51d58d90")),
-    2020: _year("20", "topics.dl20.txt", (2912805, 240316, 218617, 8394), (
-        "68b0ea4515ea022de921d54d5a53b4e93ed2f2993d350323c3173e47f3cea9f0",
-        "fba5d55aa8335bd1c74f7860dee354e69986b627c640b34ba47e084e311c24d2",
-        "60d4c34561f9687f8f73e0a752ba80ab80159b3e9c1bedd0a351f747ed6f5684",
-        "726cb4018b85a335fcbe09004df7f084ec1bf20531961d9af7b0c71dd609e69b")),
-}
 YEARS = tuple(FILES)
-#: the runs a spec can name as ``first_stage = { run = "dataset:NAME" }``
+#: the runs a spec can name as ``first_stage = { run = "dataset:NAME" }`` (plus the loaded first stages' short names)
 RUNS = {"bm25": "bm25", "bm25-candidates": "candidates"}
 LABEL_NAMES = {0: "irrelevant", 1: "related", 2: "highly relevant", 3: "perfectly relevant"}
-OPTIONS = ("name", "year")
+OPTIONS = ("name", "year", "first_stages")
 
 
 class TrecDLDataset(Dataset):
@@ -77,10 +56,14 @@ class TrecDLDataset(Dataset):
     text_kind = "passage"
     prompt_fields = ("text",)
 
-    def __init__(self, year: int):
+    def __init__(self, year: int, first_stages: tuple[str, ...] = ()):
         self.year = year
+        self.first_stages = tuple(first_stages)
+        options: dict[str, Any] = {"year": year}
+        if self.first_stages:
+            options["first_stages"] = list(self.first_stages)
         super().__init__(name="trec-dl", fields=("text",), rel_threshold=2, labels=(0, 1, 2, 3),
-                         label_names=LABEL_NAMES, options={"year": year})
+                         label_names=LABEL_NAMES, options=options)
         self._candidates: list | None = None
 
     def _file(self, role: str) -> Path:
@@ -97,16 +80,24 @@ class TrecDLDataset(Dataset):
         return self._candidates
 
     def _load_docs(self) -> Iterator[dict]:
-        seen: dict[str, str] = {}
-        for entry in self._entries():
-            for hit in entry["hits"]:
-                docno, text = str(hit["docid"]), " ".join(str(hit["content"]).split())
-                if docno in seen:
-                    if seen[docno] != text:
-                        raise DataError(f"{self._file('candidates')}: passage {docno!r} has two different texts")
-                    continue
-                seen[docno] = text
-                yield {"docno": docno, "text": text}
+        """BM25's candidate passages, then those of each loaded first stage not seen yet: one document per passage,
+        whichever files hold it (a passage given two different texts is a DataError naming both files)."""
+        seen: dict[str, tuple[str, Path]] = {}
+        sources = [(self._file("candidates"), self._entries())]
+        for name in self.first_stages:
+            path = fetch(first_stage_files(name, self.year)["candidates"], FOLDER)
+            sources.append((path, rank_llm_entries(path)))
+        for path, entries in sources:
+            for entry in entries:
+                for hit in entry["hits"]:
+                    docno, text = str(hit["docid"]), " ".join(str(hit["content"]).split())
+                    if docno in seen:
+                        if seen[docno][0] != text:
+                            raise DataError(f"passage {docno!r} has one text in {seen[docno][1]} and another in "
+                                            f"{path}")
+                        continue
+                    seen[docno] = (text, path)
+                    yield {"docno": docno, "text": text}
 
     def _load_topics(self) -> pd.DataFrame:
         path = self._file("topics")
@@ -138,20 +129,37 @@ class TrecDLDataset(Dataset):
         qrels = read_trec_qrels(self._file("qrels"))
         return qrels
 
+    def run_names(self) -> list[str]:
+        """The runs this data set provides (``dataset:NAME``): BM25's, and each loaded first stage's."""
+        return [*RUNS, *self.first_stages]
+
     def run_file(self, name: str, path: str = "first_stage.run") -> Path:
         """The local, verified path of a run the data set provides (``bm25``: the TREC run file;
-        ``bm25-candidates``: rank_llm's JSON with the same ranking)."""
-        if name not in RUNS:
-            raise SpecError(path, f"data set 'trec-dl' provides the runs {sorted(RUNS)}, not {name!r}")
-        return self._file(RUNS[name])
+        ``bm25-candidates``: rank_llm's JSON with the same ranking; a loaded first stage's short name: its TREC run
+        file)."""
+        if name in RUNS:
+            return self._file(RUNS[name])
+        if name in self.first_stages:
+            return fetch(first_stage_files(name, self.year)["run"], FOLDER)
+        more = "" if self.first_stages else (f"; the first stages {sorted(FIRST_STAGES)} become runs too when "
+                                             "[dataset] first_stages names them")
+        raise SpecError(path, f"data set 'trec-dl' provides the runs {self.run_names()}, not {name!r}{more}")
 
     def _source(self) -> dict:
         files = []
         for role, pinned in FILES[self.year].items():
             files.append({"name": pinned.name, "role": role, "url": pinned.url, "bytes": pinned.size,
                           "sha256": pinned.sha256})
-        return {"source": f"TREC DL {self.year} passages, rank_llm BM25 top 100 (rank_llm@{RANK_LLM[:12]}, "
-                          f"anserini-tools@{ANSERINI_TOOLS[:12]})", "files": files}
+        source = (f"TREC DL {self.year} passages, rank_llm BM25 top 100 (rank_llm@{RANK_LLM[:12]}, "
+                  f"anserini-tools@{ANSERINI_TOOLS[:12]})")
+        for name in self.first_stages:
+            for role, pinned in first_stage_files(name, self.year).items():
+                files.append({"name": pinned.name, "role": f"{name} {role}", "url": pinned.url, "bytes": pinned.size,
+                              "sha256": pinned.sha256})
+        if self.first_stages:
+            source += (f", plus the top 100 of {', '.join(FIRST_STAGES[n][1] for n in self.first_stages)} "
+                       f"(rank_llm@{RANK_LLM_FIRST_STAGES[:12]})")
+        return {"source": source, "files": files}
 
 
 def load(config: Mapping[str, Any], path: str = "dataset") -> TrecDLDataset:
@@ -159,4 +167,19 @@ def load(config: Mapping[str, Any], path: str = "dataset") -> TrecDLDataset:
     year = config.get("year")
     if year not in YEARS or isinstance(year, bool):
         raise SpecError(f"{path}.year", f"expected one of {list(YEARS)} (TREC DL 2019 or 2020), got {year!r}")
-    return TrecDLDataset(int(year))
+    return TrecDLDataset(int(year), first_stages(config.get("first_stages"), f"{path}.first_stages"))
+
+
+def first_stages(value: Any, path: str) -> tuple[str, ...]:
+    """``first_stages``: "all", or a list of short names of FIRST_STAGES (each once), or nothing."""
+    if value is None:
+        return ()
+    if value == "all":
+        return tuple(FIRST_STAGES)
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise SpecError(path, f"expected \"all\" or a list of names of {sorted(FIRST_STAGES)}, got {value!r}")
+    unknown = [x for x in value if x not in FIRST_STAGES]
+    if unknown or len(set(value)) != len(value):
+        raise SpecError(path, f"{unknown or value} : give each of {sorted(FIRST_STAGES)} at most once "
+                              "(or \"all\")")
+    return tuple(value)

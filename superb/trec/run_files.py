@@ -10,7 +10,7 @@ is read line by line and every defect is reported with its place, before anythin
   ``float`` reads 1000 and 99. A score or rank that is not a plain ASCII number (``-1.5``, ``2e-3``, ``7``) is
   refused with its place rather than read either way. A UTF-8 byte-order mark at the start of the file (what some
   Windows editors write) is not part of the first query id: it is dropped.
-- rank_llm's JSON candidates (``retrieve_results_*.json``): a list of ``{"query": text, "hits": [{"qid", "docid",
+- rank_llm's JSON candidates (``retrieve_results_*.json``, or gzipped: ``.json.gz``): a list of ``{"query": text, "hits": [{"qid", "docid",
   "rank", "score", "content"}, ...]}``; the passage texts are not kept here (the data set holds them). A hit without
   those keys, or whose qid is not its entry's (the first hit's), is a DataError naming ``file: entry i, hit j``; so
   is an entry whose query another entry already holds.
@@ -24,9 +24,11 @@ the file's own ranks disagree with that order (beyond ties), the number of queri
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,12 +109,29 @@ class RunFile:
 
 
 def format_of(path: Path, fmt: str | None = None) -> str:
-    """``fmt`` when given (checked), else "rank_llm" for a .json file and "trec" otherwise."""
+    """``fmt`` when given (checked), else "rank_llm" for a .json or .json.gz file and "trec" otherwise."""
     if fmt is not None:
         if fmt not in FORMATS:
             raise DataError(f"{path}: unknown run format {fmt!r}; known: {list(FORMATS)}")
         return fmt
-    return "rank_llm" if path.suffix.lower() == ".json" else "trec"
+    return "rank_llm" if path.name.lower().endswith((".json", ".json.gz")) else "trec"
+
+
+def read_text(path: Path) -> str:
+    """A file's text as UTF-8 (a leading byte-order mark dropped), gunzipped first when it is gzip data (its first
+    two bytes 1f 8b, whatever its name): rank_llm's candidates files are often kept as .json.gz. A truncated or
+    damaged gzip stream is a DataError naming the file."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataError(f"{path}: not a complete gzip file ({exc}); the file may be truncated: get it again") \
+                from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise utf8_error(path) from None
 
 
 _READ: dict[tuple, RunFile] = {}  # (path, format, size, mtime) -> RunFile: the spec check and the stage read once
@@ -197,15 +216,13 @@ def _read_trec(path: Path) -> list[tuple]:
 
 
 def rank_llm_entries(path: Path) -> list[dict]:
-    """The entries of a rank_llm candidates file, each an object with a ``hits`` list (a leading byte-order mark
-    dropped); a file that is not UTF-8, not JSON (truncated) or not such a list is a DataError naming the place. The
+    """The entries of a rank_llm candidates file (.json, or gzipped), each an object with a ``hits`` list (a leading
+    byte-order mark dropped); a file that is not UTF-8, not JSON (truncated) or not such a list is a DataError naming the place. The
     ``candidates`` data set reads its passages from the same entries."""
     try:
-        entries = json.loads(path.read_text(encoding="utf-8-sig"))
+        entries = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); the file may be truncated. {HOW}") from None
-    except UnicodeDecodeError:
-        raise utf8_error(path) from None
     if not isinstance(entries, list):
         raise DataError(f"{path}: expected a JSON list of {{\"query\", \"hits\"}} entries, found "
                         f"{type(entries).__name__}. {HOW}")
