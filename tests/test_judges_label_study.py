@@ -145,8 +145,10 @@ def test_label_study_spec_errors_name_key_paths():
     stage = {"engine": "pisa", "model": "bm25"}
     cases = [
         ({"runs": "r", "colour": 1}, r"^label_study\.colour: unknown key"),
-        ({}, r"^label_study\.runs: give exactly one of runs"),
-        ({"runs": "r", "systems": []}, r"^label_study\.runs: give exactly one"),
+        ({}, r"^label_study\.runs: give runs .*, systems .*, or both"),
+        ({"runs": "r", "systems": []}, r"^label_study\.systems: expected an array of at least two tables .*or one "
+                                       r"beside runs"),
+        ({"runs": "r", "depth": 0}, r"^label_study\.depth"),
         ({"systems": [{"name": "a", "first_stage": stage}]}, r"^label_study\.systems: expected an array of at least"),
         ({"systems": [{"name": "a", "first_stage": stage}, {"name": "b", "first_stage": stage, "baseline": "c"}]},
          r"^label_study\.systems\[1\]\.baseline: 'c' is not one of"),

@@ -179,7 +179,7 @@ def test_build_scoring_judge_rejects_unknown_presets_and_keys():
         build_scoring_judge("nope", llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.window: unknown option for type 'pointwise'; allowed keys"):
         build_scoring_judge({"preset": "superb", "window": 3}, llm=None, dataset=ds)
-    with pytest.raises(SpecError, match=r"judge\.reading: expected one of \['expected_grade', 'p_yes'\], got 'argmax'"):
+    with pytest.raises(SpecError, match=r"judge\.reading: expected one of \['expected_grade', 'p_yes', 'written'\], got 'argmax'"):
         build_scoring_judge({"template": "pointwise_best", "reading": "argmax"}, llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.template: missing"):
         build_scoring_judge({"type": "pointwise"}, llm=None, dataset=ds)

@@ -53,7 +53,7 @@ def test_scoring_schema_defaults_are_the_constructors(kind):
     defaults = constructor_defaults(scoring._TYPES[kind])
     schema = scoring.SCHEMAS[kind]
     own = {k: opt.default for k, opt in schema.items() if k not in ("preset", "template")}
-    assert {k: tuple(v) if k == "fields" else v for k, v in defaults.items() if k in own} == own
+    assert {k: tuple(v) if k == "fields" and v is not None else v for k, v in defaults.items() if k in own} == own
     assert schema["reading"].default == defaults["reading"] == "expected_grade"  # declared once, in the constructor
     declared = constructor_options(scoring._TYPES[kind])
     assert set(schema) - set(declared) == {"preset"}  # the one spec-only key: a shorthand for a table of options
@@ -118,7 +118,7 @@ def test_unknown_keys_are_refused_listing_the_allowed_ones():
                               "'template', 'text_tokens', 'type']")
     with pytest.raises(SpecError) as err:
         build_scoring_judge({"preset": "deliberated", "window": 3}, llm=None, dataset=DS)
-    assert str(err.value) == ("judge.window: unknown option for type 'deliberated'; allowed keys: ['fields', "
+    assert str(err.value) == ("judge.window: unknown option for type 'deliberated'; allowed keys: ['answer_tokens', 'cue', 'fields', "
                               "'ideal_max_tokens', 'ideal_template', 'preset', 'reading', 'template', 'text_tokens', "
                               "'type']")
     with pytest.raises(SpecError, match=r"^judge\[x\]\.ideal_template: unknown option for type 'pointwise'"):
@@ -145,7 +145,7 @@ def test_wrong_values_are_refused_naming_the_key(options, message):
 @pytest.mark.parametrize("options, message", [
     ({"preset": "superb", "text_tokens": "64"}, r"judge\.text_tokens: expected an integer >= 1, got '64'"),
     ({"template": "pointwise_best", "reading": "argmax"}, r"judge\.reading: expected one of \['expected_grade', "
-                                                         r"'p_yes'\], got 'argmax'"),
+                                                         r"'p_yes', 'written'\], got 'argmax'"),
     ({"preset": "nope"}, r"judge\.preset: unknown judge preset 'nope'; choose one of"),
     ({"type": "listwise", "template": "judge_listwise"}, r"judge\.type: unknown scoring judge type 'listwise'"),
     ({"type": "pointwise"}, r"judge\.template: missing: name the grading prompt template"),

@@ -157,24 +157,108 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(denom > 0, (sx * sy).sum(axis=1) / denom, np.nan)
 
 
-def tau_intervals(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame,
-                  bootstrap: QueryBootstrap | None = None) -> pd.DataFrame:
-    """Per measure: Kendall's tau-b between the system orderings (mean over queries) under two evaluations
-    (frames system, qid, measure, value over the same systems and queries), with ``tau_low``/``tau_high`` from
-    resampling queries (the same resampled query set for both evaluations)."""
+def tau_ap(reference: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Yilmaz, Aslam and Robertson's AP correlation (SIGIR 2008) of ``other`` against ``reference``, row by row
+    (n, systems): with the systems in the reference's order (best first), tau_ap = 2/(N-1) * sum over positions
+    i = 2..N of C(i)/(i-1) - 1, C(i) the systems above position i in the reference that ``other`` also puts above
+    it. Weighs a swap near the top more than one near the bottom; asymmetric (the reference is the human labels').
+    Ties in the reference keep the systems' column order; a tie in ``other`` counts as not above. NaN below 2
+    systems."""
+    x, y = np.round(np.atleast_2d(reference), TIE_DIGITS), np.round(np.atleast_2d(other), TIE_DIGITS)
+    n = x.shape[1]
+    if n < 2:
+        return np.full(x.shape[0], np.nan)
+    order = np.argsort(-x, axis=1, kind="stable")
+    ys = np.take_along_axis(y, order, axis=1)  # other's values, systems in the reference's order
+    total = np.zeros(x.shape[0])
+    for i in range(1, n):
+        above = (ys[:, :i] > ys[:, i:i + 1]).sum(axis=1)
+        total += above / i
+    return 2.0 * total / (n - 1) - 1.0
+
+
+def spearman_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho between the rows of x and y (n, systems): Pearson's correlation of the ranks (ties get their
+    average rank, values rounded to ``TIE_DIGITS``); NaN where one row is all ties."""
+    from scipy.stats import rankdata
+
+    rx = rankdata(np.round(np.atleast_2d(x), TIE_DIGITS), axis=1)
+    ry = rankdata(np.round(np.atleast_2d(y), TIE_DIGITS), axis=1)
+    rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+    denom = np.sqrt((rx ** 2).sum(axis=1) * (ry ** 2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (rx * ry).sum(axis=1) / denom, np.nan)
+
+
+def ordering_intervals(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame,
+                       bootstrap: QueryBootstrap | None = None) -> pd.DataFrame:
+    """Per measure: Kendall's tau-b, tau_ap (``perquery_a`` the reference) and Spearman's rho between the system
+    orderings under two evaluations, each with a 95% interval from resampling queries (the same resamples for all
+    three and both evaluations); the columns of :func:`tau_intervals` plus tau_ap, rho and their bounds."""
     bootstrap = bootstrap or QueryBootstrap()
     rows = []
+    for measure, va, vb in _aligned(perquery_a, perquery_b):
+        n_q = len(va)
+        w = bootstrap.weights(n_q) / n_q
+        ma, mb = va.mean(axis=0), vb.mean(axis=0)
+        ra, rb = w @ va, w @ vb
+        row = {"measure": measure, "queries": n_q}
+        for name, f in (("tau", kendall_tau_b), ("tau_ap", tau_ap), ("rho", spearman_rho)):
+            low, high, undefined = bootstrap.interval(f(ra, rb))
+            row.update({name: float(f(ma, mb)[0]), f"{name}_low": low, f"{name}_high": high,
+                        f"{name}_undefined": undefined})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _aligned(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame):
+    """(measure, values under a, values under b) per measure: (queries, systems) arrays, queries sorted."""
     for measure in pd.unique(perquery_a["measure"]):
         va = perquery_a[perquery_a["measure"] == measure].pivot(index="qid", columns="system", values="value")
         vb = perquery_b[perquery_b["measure"] == measure].pivot(index="qid", columns="system", values="value")
         vb = vb.reindex(index=va.index, columns=va.columns)
         if vb.isna().to_numpy().any() or va.isna().to_numpy().any():
             raise ValueError(f"{measure}: the two evaluations must cover the same systems and queries with values")
-        va, vb = va.sort_index(), vb.sort_index()
-        n_q = len(va)
-        w = bootstrap.weights(n_q) / n_q
-        tau = float(kendall_tau_b(va.to_numpy().mean(axis=0), vb.to_numpy().mean(axis=0))[0])
-        low, high, undefined = bootstrap.interval(kendall_tau_b(w @ va.to_numpy(), w @ vb.to_numpy()))
-        rows.append({"measure": measure, "tau": tau, "tau_low": low, "tau_high": high,
-                     "tau_undefined": undefined, "queries": n_q})
-    return pd.DataFrame(rows)
+        yield measure, va.sort_index().to_numpy(), vb.sort_index().to_numpy()
+
+
+def kappa_difference(qids: Sequence, reference: Sequence, a: Sequence, b: Sequence, labels: Sequence[int] = LABELS,
+                     bootstrap: QueryBootstrap | None = None, weights: str = "linear") -> dict:
+    """Judge A's kappa against ``reference`` minus judge B's, on the same pairs, with a paired query-bootstrap 95%
+    interval (both judges resampled with the same queries) and a two-sided bootstrap p: twice the share of resampled
+    differences on the far side of 0 (at least 1/resamples)."""
+    bootstrap = bootstrap or QueryBootstrap()
+    groups, n_q = _groups(qids)
+    k = len(labels)
+    ref = _positions(reference, labels, "reference")
+    tables = []
+    for judge in (a, b):
+        pos = _positions(judge, labels, "judge")
+        per_query = np.zeros((n_q, k, k))
+        np.add.at(per_query, (groups, ref, pos), 1.0)
+        tables.append(per_query)
+    w = bootstrap.weights(n_q)
+    flat = [w @ t.reshape(n_q, k * k) for t in tables]
+    full = [t.sum(axis=0).reshape(1, k * k) for t in tables]
+    ka, kb = (_kappa_rows(f.reshape(-1, k, k), weights) for f in full)
+    ra, rb = (_kappa_rows(f.reshape(-1, k, k), weights) for f in flat)
+    diff = ra - rb
+    low, high, undefined = bootstrap.interval(diff)
+    ok = diff[np.isfinite(diff)]
+    observed = float(ka[0] - kb[0])
+    if ok.size:
+        far = (ok <= 0).mean() if observed > 0 else (ok >= 0).mean() if observed < 0 else 1.0
+        p = float(min(1.0, max(2.0 * far, 1.0 / ok.size)))
+    else:
+        p = float("nan")
+    return {"n": len(ref), "queries": n_q, "kappa_a": float(ka[0]), "kappa_b": float(kb[0]), "difference": observed,
+            "difference_low": low, "difference_high": high, "p": p, "undefined": undefined}
+
+
+def tau_intervals(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame,
+                  bootstrap: QueryBootstrap | None = None) -> pd.DataFrame:
+    """Per measure: Kendall's tau-b between the system orderings (mean over queries) under two evaluations
+    (frames system, qid, measure, value over the same systems and queries), with ``tau_low``/``tau_high`` from
+    resampling queries (the same resampled query set for both evaluations)."""
+    table = ordering_intervals(perquery_a, perquery_b, bootstrap)
+    return table[["measure", "tau", "tau_low", "tau_high", "tau_undefined", "queries"]]

@@ -43,7 +43,7 @@ from superb.judges.judge import progress_bar, query_groups, run_all
 from superb.judges.records import DEFAULT as DEFAULT_STATUS, FAILED as FAILED_STATUS, Judgment, OK as OK_STATUS
 from superb.llm import ideal
 from superb.llm.dryrun import DRY_RUN_ERROR
-from superb.llm.answers import PROBABILITIES, UNPARSED, ExpectedGrade, YesProbability
+from superb.llm.answers import PROBABILITIES, UNPARSED, WRITTEN, ExpectedGrade, UmbrelaGrade, YesProbability
 from superb.llm.question import LabelQuestion
 from superb.llm.prompts import TemplateRef, load_template, template_name
 from superb.llm.text import ProductText
@@ -51,14 +51,26 @@ from superb.llm.types import ChatRequest, Completion
 from superb.options import FieldNames, Opt, PositiveInt, constructor_options, construct, one_of, read_options
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING = "ok", "parsed", "unparseable", "failed", "missing"
-STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING)
+DEFAULT = "default"  # a written reading that could not read the answer: the reading's default grade (UMBRELA's 0)
+STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING, DEFAULT)
 MISSING_ERROR = DRY_RUN_ERROR  # the error of the failed Completion a cache-only (dry-run) client returns for a miss
 SCORE_COLUMNS = ["qid", "docno", "score", "status"]
 
 
 # --- readings: superb.llm.answers, the one module of answer readers (the rerankers read with the same classes) ---
-READINGS = {"expected_grade": ExpectedGrade, "p_yes": YesProbability}
+READINGS = {"expected_grade": ExpectedGrade, "p_yes": YesProbability, "written": UmbrelaGrade}
+WRITTEN_READINGS = ("written",)  # readings whose value is the label itself: reported as written, never calibrated
 ReadingRef = Annotated[Any, one_of(*READINGS)]  # a reading's name in a spec (READINGS); from Python also the object
+
+
+def _cue(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(path, f"expected the text the answer writes before its grade, e.g. \"final score\", got "
+                              f"{value!r}")
+    return value
+
+
+CueText = Annotated[str | None, _cue]  # expected_grade: read the grade the answer writes after this text
 
 
 @dataclass(frozen=True)
@@ -85,16 +97,23 @@ class ScoringJudge:
     kind = "pointwise"
 
     def __init__(self, llm: Any, dataset: Any, *, template: TemplateRef, reading: ReadingRef = "expected_grade",
-                 fields: FieldNames = ("title",), text_tokens: PositiveInt = 64, name: str | None = None,
-                 tag: str | None = None):
+                 fields: FieldNames = None, text_tokens: PositiveInt = 64, answer_tokens: PositiveInt = 1,
+                 cue: CueText = None, name: str | None = None, tag: str | None = None):
         self.llm = llm
         self.dataset = dataset
         self.template = load_template(template)
-        self.reading = READINGS[one_of(*READINGS)(reading, "reading")]() if isinstance(reading, str) else reading
+        if isinstance(reading, str):
+            reading = one_of(*READINGS)(reading, "reading")
+            self.written = reading in WRITTEN_READINGS
+            self.reading = ExpectedGrade(cue=cue) if reading == "expected_grade" else READINGS[reading]()
+        else:
+            self.reading, self.written = reading, getattr(reading, "name", "") in WRITTEN_READINGS
         self.text = ProductText(dataset, fields=fields, text_tokens=text_tokens)
         self.name = name or self.template.name
         self.tag = tag or f"judge:{self.name}"
-        self.question = LabelQuestion(self.template, self.reading, tag=self.tag)  # the pointwise reranker's request
+        # one label request per pair, the pointwise reranker's for the same prompt; answer_tokens > 1 for a template
+        # whose answer is a short written form ("##final score: 2": 7 tokens), read at the cue
+        self.question = LabelQuestion(self.template, self.reading, max_tokens=int(answer_tokens), tag=self.tag)
         self.stats: Counter[str] = Counter()
 
     def __repr__(self) -> str:
@@ -116,8 +135,11 @@ class ScoringJudge:
             self.stats["missing" if status == MISSING else "failed_calls"] += 1
             return Scored(qid, docno, None, status, completion.error or "", tid)
         reading = self.question.read(completion)
-        if reading.source == PROBABILITIES:
+        if reading.source in (PROBABILITIES, WRITTEN):
             return Scored(qid, docno, reading.value, OK, completion.text, tid)
+        if reading.source == UNPARSED and self.written:  # UMBRELA's rule: an answer it cannot read is 0, flagged
+            self.stats["default_labels"] += 1
+            return Scored(qid, docno, 0.0, DEFAULT, completion.text, tid)
         if reading.source == UNPARSED:
             self.stats["unparseable"] += 1
             return Scored(qid, docno, None, UNPARSEABLE, completion.text, tid)
@@ -196,6 +218,19 @@ PRESETS: dict[str, dict[str, str]] = {
     "yesno_product": {"type": "pointwise", "template": "pointwise_yesno_product", "reading": "p_yes"},
     "yesno": {"type": "pointwise", "template": "pointwise_yesno", "reading": "p_yes"},
     "deliberated": {"type": "deliberated", "template": "deliberated_label", "reading": "expected_grade"},
+    "umbrela_written": {"type": "pointwise", "template": "judge_umbrela", "reading": "written"},
+}
+# The passage form of a preset (a data set of passages, text_kind "passage": trec-dl, candidates, irds): merged over
+# the preset's keys, under the spec's own. "umbrela" is then UMBRELA's own zero-shot prompt (castorini/umbrela's
+# qrel_zeroshot_bing, superb/llm/prompts/umbrela_zeroshot_bing.j2; NOTICE.md there), whose answer "##final score: N" is
+# read at the grade it writes: by its label probabilities (expected grade, calibrated) or, "umbrela_written", as
+# UMBRELA reads it. Both ask the same request (8 answer tokens), so one answer serves both. A product preset with no
+# passage form is refused on passages.
+UMBRELA_PASSAGE = {"template": "umbrela_zeroshot_bing", "answer_tokens": 8, "cue": "final score"}
+PASSAGE_PRESETS: dict[str, dict[str, Any]] = {
+    "umbrela": UMBRELA_PASSAGE,
+    "umbrela_written": UMBRELA_PASSAGE,
+    "yesno": {"template": "pointwise_yesno_passage"},
 }
 _TYPES = {"pointwise": ScoringJudge, "deliberated": DeliberatedScoringJudge}
 # The spec options of each scoring judge type: its constructor's (superb.options.constructor_options), plus a
@@ -206,11 +241,13 @@ SCHEMAS: dict[str, dict[str, Opt]] = {
     for kind, cls in _TYPES.items()}
 
 
-def read_scoring_options(options: str | Mapping[str, Any], path: str = "judge") -> tuple[str, str | None, dict]:
+def read_scoring_options(options: str | Mapping[str, Any], path: str = "judge", text_kind: str = "product"
+                         ) -> tuple[str, str | None, dict]:
     """(type, preset, constructor keywords) of a preset name (PRESETS) or a table {preset?,
-    type, template, reading, fields, text_tokens, ideal_template, ideal_max_tokens} (a preset's keys first, the
-    table's over them), read against ``SCHEMAS[type]`` (superb.options): unknown names and keys,
-    renamed keys and wrong types raise SpecError naming ``path.key``. Needs no data set or model."""
+    type, template, reading, fields, text_tokens, ideal_template, ideal_max_tokens} (a preset's keys first, its
+    passage form's over them when ``text_kind`` is "passage", the table's over both), read against ``SCHEMAS[type]``
+    (superb.options): unknown names and keys, renamed keys and wrong types raise SpecError naming ``path.key``. Needs
+    no data set or model."""
     if isinstance(options, str):
         options = {"preset": options}
     if not isinstance(options, Mapping):
@@ -220,7 +257,14 @@ def read_scoring_options(options: str | Mapping[str, Any], path: str = "judge") 
     if preset is not None:
         if preset not in PRESETS:
             raise SpecError(f"{path}.preset", f"unknown judge preset {preset!r}; choose one of {sorted(PRESETS)}")
-        table = {**PRESETS[preset], **table}
+        passage = {}
+        if text_kind == "passage" and "template" not in table:
+            if preset not in PASSAGE_PRESETS:
+                raise SpecError(f"{path}.preset", f"the data set holds passages and preset {preset!r} asks a "
+                                                  f"product prompt; passage presets: {sorted(PASSAGE_PRESETS)} (or "
+                                                  "name a template)")
+            passage = PASSAGE_PRESETS[preset]
+        table = {**PRESETS[preset], **passage, **table}
     kind = table.setdefault("type", "pointwise")
     if kind not in _TYPES:
         raise SpecError(f"{path}.type", f"unknown scoring judge type {kind!r}; choose one of {sorted(_TYPES)}")
@@ -235,7 +279,7 @@ def build_scoring_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: 
                         path: str = "judge") -> ScoringJudge:
     """A scoring judge from a preset name or a table (:func:`read_scoring_options`), named ``name`` (default: the
     preset's name, else the template's); a bad field name raises SpecError naming ``path`` too."""
-    kind, preset, kw = read_scoring_options(options, path)
+    kind, preset, kw = read_scoring_options(options, path, getattr(dataset, "text_kind", "product"))
     return construct(_TYPES[kind], path, llm, dataset, name=name or preset, **kw)
 
 

@@ -8,7 +8,11 @@ the scoring judges, a plug-in's ``score()``):
 - :class:`ExpectedGrade`: the expected grade sum_g g * P(g) over the label tokens (renormalised), divided by
   ``scale`` (3 puts a 0-3 grade in [0, 1]); the written grade when there are no probabilities, read ``lenient``
   (the first digit of the label set anywhere: the rerankers' reading, which their committed tables re-derive from) or
-  ``strict`` (:func:`superb.llm.parsing.parse_grade`: the judges').
+  ``strict`` (:func:`superb.llm.parsing.parse_grade`: the judges'). With a ``cue`` (UMBRELA's "final score"), the
+  probabilities are read at the grade the answer writes after the cue ("##final score: 2"), not at the first
+  position where a digit is merely an alternative.
+- :class:`UmbrelaGrade`: the grade an UMBRELA answer writes, read by UMBRELA's own rule
+  (:func:`superb.llm.parsing.parse_umbrela`); an answer it cannot read is "unparsed" (UMBRELA gives it 0, flagged).
 - first-identifier probabilities (:func:`first_identifier_probabilities`: P(A), P(B), ... at the first generated
   token: setwise and pairwise preferences) and permutations (:func:`permutation`: "[3] > [1] > [2]": listwise).
 
@@ -24,11 +28,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from superb.llm.parsing import (LETTERS, YES_NO_TOKENS, first_distribution, first_letter_distribution,
-                                grade_distribution, parse_confidence, parse_grade, parse_label, parse_letter,
-                                parse_listwise, parse_permutation, parse_yes_no)
+from superb.llm.parsing import (LETTERS, YES_NO_TOKENS, distribution_after, first_distribution,
+                                first_letter_distribution, grade_after, grade_distribution, parse_confidence,
+                                parse_grade, parse_label, parse_letter, parse_listwise, parse_permutation,
+                                parse_umbrela, parse_yes_no)
 
 PROBABILITIES, TEXT, UNPARSED, FAILED = "probabilities", "text", "unparsed", "failed"
+WRITTEN = "written"  # a reader whose value IS the written answer (UMBRELA's score): not a repair
 
 
 @dataclass(frozen=True)
@@ -93,22 +99,32 @@ class ExpectedGrade(_LabelReader):
 
     name = "expected_grade"
 
-    def __init__(self, labels: Sequence[int] = (0, 1, 2, 3), *, scale: float = 1.0, text: str = "strict"):
+    def __init__(self, labels: Sequence[int] = (0, 1, 2, 3), *, scale: float = 1.0, text: str = "strict",
+                 cue: str | None = None):
         if text not in ("strict", "lenient"):
             raise ValueError(f"ExpectedGrade: text must be \"strict\" or \"lenient\", got {text!r}")
         self.labels = tuple(int(x) for x in labels)
         self.vocabulary = {str(x): x for x in self.labels}
-        self.scale, self.text = float(scale), text
+        self.scale, self.text, self.cue = float(scale), text, cue
         self.low, self.high = min(self.labels) / self.scale, max(self.labels) / self.scale
 
     def __repr__(self) -> str:
-        return f"ExpectedGrade(labels={self.labels}, scale={self.scale:g}, text={self.text!r})"
+        cue = "" if self.cue is None else f", cue={self.cue!r}"
+        return f"ExpectedGrade(labels={self.labels}, scale={self.scale:g}, text={self.text!r}{cue})"
+
+    def distribution(self, logprobs: Iterable[object] | None) -> tuple[dict | None, int]:
+        if self.cue is None:
+            return super().distribution(logprobs)
+        return distribution_after(logprobs or (), self.cue, self.vocabulary)
 
     def from_distribution(self, dist: Mapping[Any, float]) -> float:
         return float(sum(g * p for g, p in dist.items())) / self.scale
 
     def from_text(self, text: str) -> float | None:
-        grade = (parse_grade if self.text == "strict" else parse_label)(text, self.labels)
+        if self.cue is not None:
+            grade = grade_after(text, self.cue, self.labels)
+        else:
+            grade = (parse_grade if self.text == "strict" else parse_label)(text, self.labels)
         return None if grade is None else grade / self.scale
 
     def most_probable(self, completion: Any) -> tuple[int, float] | None:
@@ -119,6 +135,23 @@ class ExpectedGrade(_LabelReader):
             return None
         grade = max(dist, key=lambda k: (dist[k], -k))
         return grade, dist[grade]
+
+
+class UmbrelaGrade:
+    """The grade an UMBRELA answer writes ("##final score: 2" -> 2), read by UMBRELA's own rule
+    (superb.llm.parsing.parse_umbrela); source "written", or "unparsed" where UMBRELA would give 0 and flag it."""
+
+    name = "written"
+    low, high = 0.0, 3.0
+
+    def __repr__(self) -> str:
+        return "UmbrelaGrade()"
+
+    def read(self, completion: Any) -> Reading:
+        if completion.failed:
+            return Reading(None, FAILED)
+        grade, valid = parse_umbrela(completion.text)
+        return Reading(float(grade), WRITTEN) if valid else Reading(None, UNPARSED)
 
 
 @dataclass(frozen=True)

@@ -250,3 +250,60 @@ def parse_letter(text: str | None, letters: Sequence[str]) -> str | None:
     if letter not in letters and m.start(1) > 0:  # "product a": the prefix makes a lower-case letter an answer
         letter = letter.upper()
     return letter if letter in letters else None
+
+
+# ---- UMBRELA's written score ("##final score: 2"), read as castorini/umbrela reads it -------------------------------
+# The rule of umbrela's parse_fewshot_response (castorini/umbrela @ 16cba3eb, src/umbrela/utils/common_utils.py): the
+# answer is stripped and lower-cased; these patterns are tried in this order, and the FIRST one that matches anywhere
+# gives the grade of its LAST match; when none matches, the grade is 0 and the answer is flagged invalid. The rule is
+# restated here (umbrela writes the separator class as [:-=], the characters : ; < =).
+_SEP = r"\s*[:;<=]?\s*([0-3])"
+UMBRELA_PATTERNS = tuple(re.compile(p, re.IGNORECASE | re.MULTILINE | re.DOTALL) for p in (
+    r'"o"' + _SEP, r"'o'" + _SEP, r"o" + _SEP,
+    r'"overall_score"' + _SEP, r'"overall"' + _SEP, r'"overall score"' + _SEP, r'"final score"' + _SEP,
+    r"final score" + _SEP, r"final score is ([0-3])", r'"final_score"' + _SEP, r'"score"' + _SEP,
+    r'"o_score"' + _SEP, r"output score is ([0-3])", r"score is ([0-3])", r"[a-zA-Z]+\s+is\s+([0-3])\s",
+    r"relevance category" + _SEP, r"relevance category" + _SEP, r"relevance category is ([0-3])",
+    r"it falls into the category ([0-3])", r"category\s*([0-3])", r"relevance category ([0-3])",
+    r"relevance category for this passage would be ([0-3])", r"the relevance category would be ([0-3])",
+    r"\n*([0-3])"))
+
+
+def parse_umbrela(text: str | None) -> tuple[int, bool]:
+    """(grade, valid) of an UMBRELA answer by UMBRELA's own rule (above): an answer no pattern reads is (0, False)."""
+    answer = (text or "").strip().lower()
+    for pattern in UMBRELA_PATTERNS:
+        last = None
+        for last in pattern.finditer(answer):
+            pass
+        if last is not None:
+            return int(last.group(1)), True
+    return 0, False
+
+
+def distribution_after(positions: Iterable[object], cue: str, vocabulary: Mapping[str, object]
+                       ) -> tuple[dict | None, int]:
+    """The answer distribution at the first generated position AFTER the text ``cue`` (case-insensitive) whose
+    generated token is itself an answer token: the digit of "##final score: 2", not an earlier position where a
+    digit was only an unlikely alternative. (None, -1) when the cue is never written or no answer token follows it."""
+    seen, cue = "", cue.lower()
+    after = False
+    for i, pos in enumerate(positions or ()):
+        if after and pos.token.strip().lower() in vocabulary:
+            top = dict(pos.top or {})
+            top.setdefault(pos.token, pos.logprob)
+            return token_distribution(top, vocabulary), i
+        seen += pos.token.lower()
+        after = after or cue in seen
+    return None, -1
+
+
+def grade_after(text: str | None, cue: str, labels: Sequence[int] = (0, 1, 2, 3)) -> int | None:
+    """The grade written right after the last ``cue`` in ``text`` ("##final score: 2" -> 2), or None."""
+    found = None
+    for found in re.finditer(re.escape(cue) + r"\s*[:;<=]?\s*(\d+)(?!\d)", text or "", re.IGNORECASE):
+        pass
+    if found is None:
+        return None
+    grade = int(found.group(1))
+    return grade if grade in set(int(x) for x in labels) else None

@@ -56,8 +56,11 @@ from superb.eval.measures import parse_measures
 from superb.judges.agreement import others_consensus
 from superb.judges.benchmark import build_benchmark
 from superb.judges.commands.spec import JudgeSpec
+from superb.judges.fill.label import top_pairs
+from superb.judges.pool import PoolCounts, select_pool as pool_pairs
 from superb.judges.studies.calibration_run import check_pool, run_scoring, split_pool
 from superb.judges.studies.label_run import run_label_study, study_systems
+from superb.judges.studies.orderings import orderings_study, write_orderings
 from superb.judges.studies.pairwise import default_field_sets, format_table, given_pairs, pairwise_study, sample_pairs
 from superb.judges.studies.preference import CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot, probability_study
 from superb.llm.connect import open_for_spec
@@ -66,29 +69,17 @@ from superb.pipelines import from_spec
 from superb.provenance import write as write_provenance
 
 
-def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame) -> pd.DataFrame:
-    """qid, query, docno of the pairs to judge (see superb.judges.commands.spec for the sources); per_query draws a seeded
-    sample per query (generator seeded with pool.seed, queries in qid order, products in docno order)."""
-    pool = spec.pool
-    if pool.source == "first_stage":
-        run = from_spec(pool.first_stage, dataset, path="pool.first_stage")(topics[["qid", "query"]])
-        pairs = run[["qid", "docno"]]
-    else:
-        frame = dataset.qrels() if pool.source == "qrels" else dataset.ratings()
-        if frame is None:
-            raise DataError(f"pool.source = \"ratings\" but data set {dataset.name!r} has no individual ratings; "
-                            "use source = \"qrels\"")
-        pairs = frame[frame["qid"].isin(set(topics["qid"]))][["qid", "docno"]]
-    pairs = pairs.astype(str).drop_duplicates()
-    if pool.per_query is not None:
-        rng = np.random.default_rng(pool.seed)
-        parts = []
-        for _, g in pairs.sort_values(["qid", "docno"]).groupby("qid", sort=True):
-            take = min(pool.per_query, len(g))
-            parts.append(g.iloc[np.sort(rng.choice(len(g), size=take, replace=False))])
-        pairs = pd.concat(parts, ignore_index=True) if parts else pairs.iloc[:0]
-    out = pairs.merge(topics[["qid", "query"]].astype({"qid": str}), on="qid", how="left")
-    return out[["qid", "query", "docno"]].reset_index(drop=True)
+def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, systems: tuple | None = None
+                ) -> tuple[pd.DataFrame, PoolCounts]:
+    """(pool, counts) of the spec (superb.judges.pool): the [pool] pairs with text, plus the pooled top ``depth`` of
+    the label-study systems when [label_study] depth is set."""
+    top = depth = None
+    if spec.label_study is not None and spec.label_study.depth is not None and systems is not None:
+        depth = spec.label_study.depth
+        top = top_pairs(systems[0], depth)
+    first_stage = (from_spec(spec.pool.first_stage, dataset, path="pool.first_stage")
+                   if spec.pool.source == "first_stage" else None)
+    return pool_pairs(spec.pool, dataset, topics, first_stage_run=first_stage, top=top, depth=depth)
 
 
 MODES = ("live", "from_cache", "dry_run")
@@ -117,33 +108,39 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None, mod
         raise SpecError("judge", f"no [judge] table and data set {dataset.name!r} has no individual ratings: "
                                  "nothing to compute; add a [judge] table")
     topics = select_topics(dataset, spec.queries)
-    pool = select_pool(spec, dataset, topics)
+    rel = spec.rel if spec.rel is not None else dataset.rel_threshold
+    systems = None
+    if spec.label_study is not None:  # read or run the systems first: a bad [label_study] fails before any LLM call
+        parse_measures(list(spec.label_study.measures), rel=rel, path="label_study.measures")
+        systems = study_systems(spec.label_study, dataset, topics)
+    pool, counts = select_pool(spec, dataset, topics, systems)
     if pool.empty:
-        raise DataError("the pool is empty: the selected queries have no pairs to judge; check [queries] and [pool]")
-    if spec.scoring:
-        check_pool(split_pool(pool), ratings, dataset.name)  # before any call
+        raise DataError("the pool is empty: the selected queries have no pairs to judge; check [queries] and [pool]"
+                        + (f". {counts.sentence()}" if counts.rows else ""))
+    dev = fit_on(spec) if spec.scoring else None  # another collection's pairs fit the cut points (before any call)
+    if spec.scoring and dev is None:
+        check_pool(split_pool(pool))  # before any call
     if mode == "dry_run":
         with tempfile.TemporaryDirectory(prefix="superb-judge-dry-run-") as scratch:
-            return _run(spec, dataset, topics, pool, Path(scratch), llm=llm, mode=mode, t0=t0)
+            return _run(spec, dataset, topics, pool, Path(scratch), llm=llm, mode=mode, t0=t0, systems=systems,
+                        counts=counts, dev=dev)
     out = Path(out_dir)
     with replacing(out) as tmp:  # the folder is replaced as a whole (superb.atomic); its README.md is kept
-        result = _run(spec, dataset, topics, pool, tmp, llm=llm, mode=mode, t0=t0)
+        result = _run(spec, dataset, topics, pool, tmp, llm=llm, mode=mode, t0=t0, systems=systems, counts=counts,
+                      dev=dev)
     return {**result, "folder": str(out)}
 
 
 def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame, out: Path, *, llm: Any, mode: str,
-         t0: float) -> dict:
+         t0: float, systems: tuple | None, counts: PoolCounts, dev: tuple | None = None) -> dict:
     ratings, qrels = dataset.ratings(), dataset.qrels()
     rel = spec.rel if spec.rel is not None else dataset.rel_threshold
     out.mkdir(parents=True, exist_ok=True)
     if spec.variants:
         pool.to_csv(out / "pool.tsv", sep="\t", index=False)
-
-    systems = None
-    if spec.label_study is not None:  # read or run the systems first: a bad [label_study] fails before any LLM call
-        parse_measures(list(spec.label_study.measures), rel=rel, path="label_study.measures")
-        systems = study_systems(spec.label_study, dataset, topics)
-    rows, variants, labelled = [], {}, {}
+        if counts.rows:
+            counts.frame().to_csv(out / "pool_coverage.csv", index=False)
+    rows, variants, labelled, pool_labels = [], {}, {}, {}
     log = None
     with ExitStack() as stack:
         llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
@@ -156,12 +153,15 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
         for _, judge in generated:
             _check_scale(judge.labels, dataset.labels, spec.label_map)
         if spec.scoring:
-            scored = run_scoring(spec, dataset, llm, pool, out, model=llm_info.get("model"))
+            scored = run_scoring(spec, dataset, llm, pool, out, model=llm_info.get("model"), dev=dev)
             labelled.update({k: v for k, v in scored.pop("labelled").items() if v})
+            pool_labels.update(scored.pop("pool_labels"))
             variants["calibrated"] = scored
         for (name, options), (_, judge) in zip(spec.generated, generated):
             t = time.perf_counter()
             records = labelled[name] = judge.judge(pool)
+            pool_labels[name] = pd.DataFrame([(j.qid, j.docno, int(j.label)) for j in records if j.status == "ok"],
+                                             columns=["qid", "docno", "label"])
             seconds = time.perf_counter() - t
             folder = out / name
             folder.mkdir(exist_ok=True)
@@ -201,9 +201,11 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
     else:
         scope = f"no LLM judge (human ceiling on {len(ratings) if ratings is not None else 0} rated pairs)"
     header = f"# {spec.name}\n\n{spec.description}\n\n{len(topics)} queries, {scope}, data set {dataset.name}, " \
-             f"binary threshold {rel}.\n\n"
+             f"binary threshold {rel}.\n\n" + (f"{counts.sentence()}\n\n" if counts.rows and counts.left_out else "")
     (out / "agreement.md").write_text(header + (format_markdown(table) if len(table) else ""), encoding="utf-8")
-    if spec.label_study is not None:
+    if spec.label_study is not None and spec.label_study.depth is not None:
+        variants["label_study"] = _orderings(spec, systems, topics, qrels, pool, pool_labels, rel, out)
+    elif spec.label_study is not None:
         if labelled:
             variants["label_study"] = run_label_study(spec.label_study, systems, topics=topics, pool=pool,
                                                       human=qrels, variants=labelled, rel=rel,
@@ -215,10 +217,64 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
         shipped = write_shipped(log, out / SHIPPED_FILE)
     provenance = {"spec": _jsonable(_spec_dict(spec)), "dataset": _jsonable(dataset.provenance()), "llm": llm_info,
                   "mode": mode, "variants": _jsonable(variants),
-                  "counts": {"queries": len(topics), "pairs": len(pool)}, "responses": shipped,
+                  "counts": {"queries": len(topics), "pairs": len(pool),
+                             **({"pool": counts.frame().to_dict("records"), "unjudged_top": counts.unjudged_top}
+                                if counts.rows and (counts.left_out or counts.depth) else {})},
+                  "responses": shipped,
                   "seconds": round(time.perf_counter() - t0, 2)}
     write_provenance(out, provenance)  # + packages, project (commit, dirty, diff), host; the one writer
     return {"folder": str(out), "agreement": table, "variants": variants}
+
+
+def fit_on(spec: JudgeSpec) -> tuple[Any, pd.DataFrame] | None:
+    """(data set, pool) of the judge spec [calibration] fit_on names: its pool (with its label study's pooled top
+    depth) on its own queries, whose human-labelled pairs fit the cut points; None without fit_on."""
+    from superb.data import load_dataset
+    from superb.judges.commands.spec import load_judge_spec
+
+    path = spec.calibration.fit_on
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise SpecError("calibration.fit_on", f"{path} is not a file: name the judge spec of the collection the cut "
+                                              "points are fitted on (relative to the current folder)")
+    other = load_judge_spec(path)
+    dataset = load_dataset(other.dataset, path="calibration.fit_on: dataset")
+    topics = select_topics(dataset, other.queries)
+    systems = None
+    if other.label_study is not None and other.label_study.depth is not None:
+        systems = study_systems(other.label_study, dataset, topics)
+    pool, _ = select_pool(other, dataset, topics, systems)
+    return dataset, pool
+
+
+def _orderings(spec: JudgeSpec, systems: tuple, topics: pd.DataFrame, qrels: pd.DataFrame, pool: pd.DataFrame,
+               labels: dict, rel: int, out: Path) -> dict:
+    """[label_study] depth = D: the systems' orderings under the human qrels and each judge's LLM qrels of the
+    pooled top D (superb.judges.studies.orderings)."""
+    from superb.judges.bootstrap import QueryBootstrap
+
+    ls = spec.label_study
+    runs, baselines, info = systems
+    top = pool[pool["why"].str.contains(f"top {ls.depth}", regex=False)][["qid", "docno"]]
+    judged = qrels[["qid", "docno"]].astype(str)
+    unjudged = top.merge(judged.assign(_j=True), on=["qid", "docno"], how="left")["_j"].isna()
+    counts, judges = {}, {}
+    for name, frame in labels.items():
+        mine = frame.astype({"qid": str, "docno": str}).merge(top, on=["qid", "docno"])
+        judges[name] = mine
+        counts[name] = {"pooled": len(top), "labelled": len(mine), "unjudged": int(unjudged.sum())}
+    queries = sorted(set(topics["qid"].astype(str)) & set(qrels["qid"].astype(str)))
+    measures = parse_measures(list(ls.measures), rel=rel, path="label_study.measures")
+    table, verdicts, pairs, sections = orderings_study(
+        runs, baselines, qrels, judges, measures, depth=ls.depth, queries=queries, test=ls.test,
+        correction=ls.correction, alpha=ls.alpha, n_resamples=ls.n_resamples,
+        bootstrap=QueryBootstrap(spec.calibration.bootstrap, seed=spec.seed), seed=spec.seed)
+    settings = f"Test: {ls.test}, {ls.correction} correction, alpha {ls.alpha}; binary measures count label >= {rel}."
+    write_orderings(out, table, verdicts, pairs, sections, title=spec.name, systems=list(runs),
+                    source=info["source"], depth=ls.depth, counts=counts, settings=settings)
+    return {"systems": list(runs), "baselines": baselines, **info, "depth": ls.depth, "counts": counts,
+            "measures": sorted(set(table["measure"])) if len(table) else []}
 
 
 def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, llm: Any = None) -> dict:

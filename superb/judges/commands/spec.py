@@ -14,6 +14,7 @@ sample = 10
 [pool]                             # which (query, product) pairs are judged
 source = "qrels"                   # qrels: human-judged pairs | ratings: pairs with individual ratings | first_stage
 per_query = 10                     # at most this many pairs per query, a seeded sample (omit: all)
+# sample = 1000                    # or: a seeded, label-stratified sample of this many judged pairs (superb.judges.pool)
 seed = 0
 # first_stage = { engine = "terrier", model = "bm25", depth = 10 }   # only with source = "first_stage"
 
@@ -114,6 +115,7 @@ ENSEMBLE_KEYS = {"name", "normaliser"}  # beside the required type and members
 class PoolSpec:
     source: str = "qrels"
     per_query: int | None = None
+    sample: int | None = None  # a seeded, label-stratified sample of the judged pairs with text (superb.judges.pool)
     seed: int = 0
     first_stage: dict[str, Any] | None = None
 
@@ -209,7 +211,7 @@ def _check_beside(raw: dict[str, Any]) -> None:
 
 def _parse_pool(table: Any) -> PoolSpec:
     path = "pool"
-    check_keys(table, path, optional={"source", "per_query", "seed", "first_stage"})
+    check_keys(table, path, optional={"source", "per_query", "sample", "seed", "first_stage"})
     source = table.get("source", "qrels")
     if source not in POOL_SOURCES:
         raise SpecError(f"{path}.source", f"{source!r} is not one of {list(POOL_SOURCES)}")
@@ -218,8 +220,15 @@ def _parse_pool(table: Any) -> PoolSpec:
         raise SpecError(f"{path}.first_stage", "give a first_stage table exactly when source = \"first_stage\"")
     if stage is not None and not isinstance(stage, dict):
         raise SpecError(f"{path}.first_stage", f"expected a table, found {stage!r}")
+    sample = typed(table, "sample", int, path, default=None, minimum=1)
+    if sample is not None and source == "first_stage":
+        raise SpecError(f"{path}.sample", "a sample is drawn from human-judged pairs (source = \"qrels\" or "
+                                          "\"ratings\"), stratified by their label")
+    if sample is not None and "per_query" in table:
+        raise SpecError(f"{path}.sample", "give either sample (a label-stratified sample of all pairs) or per_query, "
+                                          "not both")
     return PoolSpec(source=source, per_query=typed(table, "per_query", int, path, default=None, minimum=1),
-                    seed=typed(table, "seed", int, path, default=0), first_stage=stage)
+                    sample=sample, seed=typed(table, "seed", int, path, default=0), first_stage=stage)
 
 
 def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:

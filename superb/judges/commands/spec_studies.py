@@ -13,7 +13,8 @@ from superb.options import check_keys, typed
 CHOICES = ("forced", "allow neither")
 GRADES = ("final", "qrels")
 CALIBRATION_WEIGHTS = ("linear", "quadratic", "none")
-LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha", "n_resamples"}
+LABEL_STUDY_KEYS = {"runs", "select", "systems", "measures", "condensed", "test", "correction", "alpha", "n_resamples",
+                    "depth"}
 LABEL_STUDY_MEASURES = ("nDCG@10", "P@10")
 BENCHMARK_KEYS = {"depth", "engine", "model", "pool_query", "judge", "docs", "rel_threshold"}
 BENCHMARK_DOCS = ("reference", "copy")
@@ -30,6 +31,7 @@ class LabelStudySpec:
     correction: str = "holm"
     alpha: float = 0.05
     n_resamples: int = 10_000  # of the randomization test, as [evaluation] n_resamples
+    depth: int | None = None  # judge the pooled top `depth` of every system (UMBRELA's study; superb.judges.pool)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class CalibrationSpec:
     weights: str = "linear"
     bootstrap: int = 1000
     folds: int = 5
+    fit_on: str | None = None  # a judge spec: its pool's human-labelled pairs fit the cut points (another collection)
 
 
 @dataclass(frozen=True)
@@ -52,12 +55,13 @@ class BenchmarkSpec:
 
 def parse_calibration(table: Any) -> CalibrationSpec:
     path = "calibration"
-    check_keys(table, path, optional={"weights", "bootstrap", "folds"})
+    check_keys(table, path, optional={"weights", "bootstrap", "folds", "fit_on"})
     weights = table.get("weights", "linear")
     if weights not in CALIBRATION_WEIGHTS:
         raise SpecError(f"{path}.weights", f"{weights!r} is not one of {list(CALIBRATION_WEIGHTS)}")
     return CalibrationSpec(weights=weights, bootstrap=typed(table, "bootstrap", int, path, default=1000, minimum=1),
-                           folds=typed(table, "folds", int, path, default=5, minimum=2))
+                           folds=typed(table, "folds", int, path, default=5, minimum=2),
+                           fit_on=typed(table, "fit_on", str, path, default=None))
 
 
 def parse_pairwise(table: Any) -> dict[str, Any]:
@@ -127,9 +131,9 @@ def parse_label_study(table: Any) -> LabelStudySpec:
 
     path = "label_study"
     check_keys(table, path, optional=LABEL_STUDY_KEYS)
-    if ("runs" in table) == ("systems" in table):
-        raise SpecError(f"{path}.runs", "give exactly one of runs (a `superb run` results folder) or systems "
-                                        "(first stages to run on the selected queries)")
+    if "runs" not in table and "systems" not in table:
+        raise SpecError(f"{path}.runs", "give runs (a `superb run` results folder), systems (first stages or run "
+                                        "files to run on the selected queries), or both")
     if "runs" in table and not isinstance(table["runs"], str):
         raise SpecError(f"{path}.runs", f"expected the path of a results folder, found {table['runs']!r}")
     if "select" in table and "runs" not in table:
@@ -145,13 +149,14 @@ def parse_label_study(table: Any) -> LabelStudySpec:
                                                     f"{s['first_stage']!r}")
         systems.append({"name": s["name"], "first_stage": dict(s["first_stage"]), "baseline": s.get("baseline")})
     if "systems" in table:
-        if not isinstance(table["systems"], list) or len(systems) < 2:
-            raise SpecError(f"{path}.systems", "expected an array of at least two tables (systems to order)")
+        if not isinstance(table["systems"], list) or len(systems) < (1 if "runs" in table else 2):
+            raise SpecError(f"{path}.systems", "expected an array of at least two tables (systems to order), or one "
+                                               "beside runs")
         names = [s["name"] for s in systems]
         for i, s in enumerate(systems):
             if names.count(s["name"]) > 1:
                 raise SpecError(f"{path}.systems[{i}].name", f"{s['name']!r} is used twice")
-            if s["baseline"] is not None and s["baseline"] not in names:
+            if s["baseline"] is not None and s["baseline"] not in names and "runs" not in table:
                 raise SpecError(f"{path}.systems[{i}].baseline", f"{s['baseline']!r} is not one of {names}")
     for key, allowed in (("test", TESTS), ("correction", CORRECTIONS)):
         if key in table and table[key] not in allowed:
@@ -165,7 +170,9 @@ def parse_label_study(table: Any) -> LabelStudySpec:
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
         raise SpecError(f"{path}.n_resamples", f"expected an integer of at least 100 (as [evaluation] n_resamples), "
                                                f"found {n_resamples!r}")
+    depth = typed(table, "depth", int, path, default=None, minimum=1)
     return LabelStudySpec(runs=table.get("runs"), select=_str_list(table, "select", path), systems=tuple(systems),
+                          depth=depth,
                           measures=_str_list(table, "measures", path) or LABEL_STUDY_MEASURES,
                           condensed=table.get("condensed", True), test=table.get("test", "t"),
                           correction=table.get("correction", "holm"), alpha=float(alpha), n_resamples=n_resamples)

@@ -91,6 +91,33 @@ class FixedCuts(_Cuts):
         return self
 
 
+class WrittenLabels(FixedCuts):
+    """A judge's WRITTEN grade taken as its label (UMBRELA's own reading): cut points halfway between the grades, so
+    grade g maps to g; nothing is fitted. ``fit`` only records the dev pairs' count and linear kappa, for the
+    record (``n_dev``, ``dev_kappa``) that a fitted calibration has."""
+
+    weights = "none: the written grade"
+
+    def __init__(self, labels: Sequence[int] = LABELS):
+        labels = tuple(int(x) for x in labels)
+        super().__init__([(a + b) / 2 for a, b in zip(labels, labels[1:])], labels)
+        self.n_dev, self.dev_kappa = 0, float("nan")
+
+    def __repr__(self) -> str:
+        return "WrittenLabels()"
+
+    def fit(self, scores, human) -> "WrittenLabels":
+        from superb.judges.agreement import cohen_kappa
+
+        self.n_dev = len(scores)
+        if self.n_dev:
+            self.dev_kappa = cohen_kappa(list(human), self.apply(scores).tolist(), self.labels, "linear")
+        return self
+
+    def describe(self) -> str:
+        return "written grade"
+
+
 class KappaCutSearch(_Cuts):
     """Cut points maximising weighted kappa on the dev pairs (see the module docstring for the search)."""
 

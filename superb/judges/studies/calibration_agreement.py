@@ -59,10 +59,11 @@ class CalibratedStudy:
 
 
 def _raters(ratings: pd.DataFrame) -> list[str]:
+    """The rater_* columns beside the reference label ``final`` (none for a collection with one label per pair)."""
     raters = [c for c in ratings.columns if c.startswith("rater_")]
-    if FINAL not in ratings.columns or len(raters) < 2:
-        raise ValueError(f"ratings need a {FINAL!r} column and at least two rater_* columns; found "
-                         f"{list(ratings.columns)}")
+    if FINAL not in ratings.columns:
+        raise ValueError(f"ratings need a {FINAL!r} column (the reference label) and optional rater_* columns; "
+                         f"found {list(ratings.columns)}")
     return raters
 
 
@@ -102,12 +103,12 @@ def per_grade(truth, predicted, labels=LABELS) -> dict:
 
 
 def _rows(judge: str, split: str, frame: pd.DataFrame, predicted: np.ndarray, raters: list[str],
-          bootstrap: QueryBootstrap, labels, extra: dict) -> list[dict]:
+          bootstrap: QueryBootstrap, labels, extra: dict, reference: str = FINAL) -> list[dict]:
     rows = []
     for against in [FINAL] + raters:
         stats = agreement_intervals(frame["qid"].tolist(), frame[against].tolist(), predicted.tolist(), labels,
                                     bootstrap)
-        rows.append({"judge": judge, "split": split, "against": against, **stats,
+        rows.append({"judge": judge, "split": split, "against": reference if against == FINAL else against, **stats,
                      **per_grade(frame[against], predicted, labels), **extra})
     return rows
 
@@ -170,7 +171,7 @@ def ceiling_rows(ratings: pd.DataFrame, split: str, scope: str, bootstrap: Query
     (leave-one-out, superb.judges.agreement.others_consensus), every rater pair, Fleiss; never a rater against the
     combined label, which includes that rater."""
     raters = _raters(ratings)
-    if ratings.empty:
+    if ratings.empty or len(raters) < 2:  # one label per pair: no human ceiling to compute
         return []
     qids = ratings["qid"].tolist()
     rows = []
@@ -193,8 +194,12 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
                          ensembles: Mapping[str, Ensemble] | None = None,
                          make_calibrator: Callable[[], object] = KappaCutSearch,
                          bootstrap: QueryBootstrap | None = None, labels=LABELS, folds: int = 5,
-                         seed: int = 0) -> CalibratedStudy:
-    """The study of the module docstring. ``scores``: judge name -> frame qid, docno, score, status."""
+                         seed: int = 0, fixed: Mapping[str, object] | None = None,
+                         reference: str = FINAL) -> CalibratedStudy:
+    """The study of the module docstring. ``scores``: judge name -> frame qid, docno, score, status. ``fixed``:
+    judge name -> a calibration that is not fitted (superb.judges.studies.calibration.WrittenLabels: the judge's
+    written grade is its label), used on dev (its dev-cv rows) and test alike. ``reference``: the ``against`` value
+    of the rows against the ``final`` column ("final": Chorus' combined label; "qrels": a collection's one label)."""
     from superb.data.splits import DEV_TEST, split_of as split_by_qid
 
     bootstrap = bootstrap or QueryBootstrap(seed=seed)
@@ -246,22 +251,24 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         if dev["qid"].nunique() < 2:
             notes.append(f"{name}: not calibrated ({len(dev)} dev pairs scored, from {dev['qid'].nunique()} queries)")
             continue
-        calibrator = make_calibrator().fit(dev["score"], dev[FINAL])
+        own = fixed.get(name) if fixed else None
+        make = make_calibrator if own is None else (lambda **_: own)
+        calibrator = make().fit(dev["score"], dev[FINAL])
         calibrations[name] = calibrator
-        lost = collapsed_grades(calibrator, dev, make_calibrator, labels)
+        lost = collapsed_grades(calibrator, dev, make, labels) if own is None else {}
         if lost:
             collapsed[name] = lost
             notes.append(collapsed_note(name, lost))
         extra = {"cuts": calibrator.describe(), "dev_n": len(dev), "dev_queries": dev["qid"].nunique(),
                  "dev_fit_kappa_linear": getattr(calibrator, "dev_kappa", np.nan),
                  "unscored": int((m["split"] == "test").sum() - len(test))}
-        cv = cross_validated_labels(dev, make_calibrator, folds, seed)
+        cv = cross_validated_labels(dev, make, folds, seed)
         rows += _rows(name, "dev-cv", dev, cv, raters, bootstrap, labels,
-                      {**extra, "unscored": int((m["split"] == "dev").sum() - len(dev))})
+                      {**extra, "unscored": int((m["split"] == "dev").sum() - len(dev))}, reference)
         parts = [dev[["qid", "docno", "split", "score"]].assign(label=cv)]
         if len(test):
             predicted = calibrator.apply(test["score"])
-            rows += _rows(name, "test", test, predicted, raters, bootstrap, labels, extra)
+            rows += _rows(name, "test", test, predicted, raters, bootstrap, labels, extra, reference)
             parts.append(test[["qid", "docno", "split", "score"]].assign(label=predicted))
             per_labels[name] = pd.concat([per_label(test[a], predicted, labels).assign(against=a)
                                           for a in [FINAL] + raters], ignore_index=True)

@@ -61,48 +61,78 @@ def split_pool(pool: pd.DataFrame, split_of=None) -> pd.DataFrame:
     return out.sort_values("split", key=lambda s: s.map(order), kind="mergesort").reset_index(drop=True)
 
 
-def check_pool(pool: pd.DataFrame, ratings: pd.DataFrame | None, dataset_name: str) -> None:
-    if ratings is None:
-        raise SpecError("judge.variants", f"scoring judges are calibrated against individual human ratings, and data "
-                                          f"set {dataset_name!r} has none; use generated judges (type = "
-                                          "\"pointwise\" ...) or a data set with ratings (chorus)")
+def reference_labels(dataset: Any) -> tuple[pd.DataFrame, str]:
+    """(qid, docno, final[, rater_*], the name of ``final`` in the reports): the individual ratings and their
+    combined label where the data set has them (Chorus: "final"), else its qrels, one label per pair ("qrels")."""
+    ratings = dataset.ratings()
+    if ratings is not None and "final" in ratings.columns:
+        return ratings.astype({"qid": str, "docno": str}), "final"
+    qrels = dataset.qrels()[["qid", "docno", "label"]].astype({"qid": str, "docno": str})
+    return qrels.rename(columns={"label": "final"}), "qrels"
+
+
+def check_pool(pool: pd.DataFrame) -> None:
     if not (pool["split"] == "dev").any():
         raise SpecError("queries", "the pool holds no dev-split pair, so no cut points can be fitted; select both "
                                    "splits ([queries] split = \"all\"): dev pairs calibrate, test pairs are reported")
 
 
-def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path, *, model: str | None) -> dict:
+def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path, *, model: str | None,
+                dev: tuple[Any, pd.DataFrame] | None = None) -> dict:
     """Score the pool with every scoring variant, calibrate on dev, report on test; write the files of the module
-    docstring. Returns what provenance.json records, and the test labels as Judgment records (``labelled``)."""
+    docstring. Returns what provenance.json records, and the test labels as Judgment records (``labelled``).
+    ``dev``: (data set, pool) of ANOTHER collection whose human-labelled pairs fit the cut points ([calibration]
+    fit_on); every pair of ``pool`` is then a test pair."""
     from superb.data.splits import DEV_TEST
     from superb.judges.bootstrap import QueryBootstrap
     from superb.judges.studies.calibration_agreement import calibrated_agreement, write_study
-    from superb.judges.studies.calibration import KappaCutSearch
+    from superb.judges.studies.calibration import KappaCutSearch, WrittenLabels
 
-    ratings = dataset.ratings()
-    pool = split_pool(pool)
-    check_pool(pool, ratings, dataset.name)
+    ratings, reference = reference_labels(dataset)
+    split_of = None
+    if dev is None:
+        pool = split_pool(pool)
+        check_pool(pool)
+    else:
+        dev_dataset, dev_pool = dev
+        pool, dev_pool = pool.assign(split="test"), dev_pool.assign(split="dev")
+        shared = sorted(set(pool["qid"].astype(str)) & set(dev_pool["qid"].astype(str)))
+        if shared:
+            raise DataError(f"calibration.fit_on: the collection the cut points are fitted on shares queries "
+                            f"{shared[:5]} with this one; fit on another collection's queries")
+        dev_labels, _ = reference_labels(dev_dataset)
+        ratings = pd.concat([dev_labels, ratings], ignore_index=True)
+        split_of = dict([*((q, "dev") for q in dev_pool["qid"].astype(str)),
+                         *((q, "test") for q in ratings["qid"].astype(str) if q not in set(dev_pool["qid"]))]).get
+        dev_judges, _ = build_scorers(spec.scoring, llm=llm, dataset=dev_dataset)
     judges, ensembles = build_scorers(spec.scoring, llm=llm, dataset=dataset)
     scores, info = {}, {}
     for name, judge in judges.items():
         t = time.perf_counter()
         frame = judge.score(pool).merge(pool[["qid", "docno", "split"]].drop_duplicates(["qid", "docno"]),
                                         on=["qid", "docno"], how="left")
+        if dev is not None:  # the other collection's pairs: the dev pairs, scored first in the file
+            fitted = dev_judges[name].score(dev_pool).merge(
+                dev_pool[["qid", "docno", "split"]].drop_duplicates(["qid", "docno"]), on=["qid", "docno"])
+            frame = pd.concat([fitted, frame], ignore_index=True)
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
         frame[["qid", "docno", "split", "score", "status"]].to_csv(folder / "scores.tsv", sep="\t", index=False)
         scores[name] = frame
         info[name] = {"templates": judge.template_ids(), "stats": dict(judge.stats),
                       "seconds": round(time.perf_counter() - t, 2), "ideals": getattr(judge, "ideals", None) or None}
-    keys = pool[["qid", "docno"]].drop_duplicates()
-    rated = ratings.astype({"qid": str, "docno": str}).merge(keys, on=["qid", "docno"])
+    every = pool if dev is None else pd.concat([dev_pool, pool], ignore_index=True)
+    keys = every[["qid", "docno"]].drop_duplicates()
+    rated = ratings.merge(keys, on=["qid", "docno"])
     if rated.empty:
-        raise DataError("no pool pair has individual ratings: scoring judges need [pool] source = \"ratings\"")
+        raise DataError("no pool pair has a human label: scoring judges are calibrated against one; use [pool] "
+                        "source = \"qrels\" (or \"ratings\")")
     cal = spec.calibration
+    written = {name: WrittenLabels() for name, judge in judges.items() if getattr(judge, "written", False)}
     study = calibrated_agreement(scores, rated, ensembles=ensembles,
                                  make_calibrator=partial(KappaCutSearch, weights=cal.weights),
                                  bootstrap=QueryBootstrap(cal.bootstrap, seed=spec.seed), folds=cal.folds,
-                                 seed=spec.seed)
+                                 seed=spec.seed, fixed=written, reference=reference, split_of=split_of)
     record = calibration_record(study, info, ensembles, model=model, weights=cal.weights)
     study.notes[:0] = coverage_notes(record)
     write_study(study, out, title=f"{spec.name}: scoring judges calibrated on dev pairs, reported on test pairs")
@@ -110,8 +140,33 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
     (out / "calibration.json").write_text(json.dumps(fingerprint, indent=2, ensure_ascii=False) + "\n",
                                           encoding="utf-8")  # wall-clock seconds: provenance.json only (they vary)
     labelled = {name: test_judgments(frame, record.get(name, {})) for name, frame in study.labels.items()}
-    return {"judges": record, "pairs": {s: int((pool["split"] == s).sum()) for s in DEV_TEST},
-            "labelled": labelled}
+    mine = set(pool["qid"].astype(str))  # this collection's pairs (not those of a fit_on collection)
+    pool_labels = {name: label_pool(scores[name][scores[name]["qid"].astype(str).isin(mine)], study.labels[name],
+                                    calibrator)
+                   for name, calibrator in study.calibrations.items() if name in scores}
+    for name, frame in pool_labels.items():
+        write_qrels(frame, out / name / "llm_qrels.trec")
+    return {"judges": record, "pairs": {s: int((every["split"] == s).sum()) for s in DEV_TEST},
+            "labelled": labelled, "pool_labels": pool_labels}
+
+
+def label_pool(scores: pd.DataFrame, rated: pd.DataFrame, calibrator: Any) -> pd.DataFrame:
+    """qid, docno, score, label of every pool pair the judge scored: a human-judged pair keeps the study's label
+    (test: the dev-fitted cut points; dev: cross-validated), any other pair gets the dev-fitted cut points'."""
+    scored = scores[scores["score"].notna()][["qid", "docno", "score"]].astype({"qid": str, "docno": str})
+    known = rated[["qid", "docno", "label"]].astype({"qid": str, "docno": str})
+    merged = scored.merge(known, on=["qid", "docno"], how="left")
+    rest = merged["label"].isna()
+    if rest.any():
+        merged.loc[rest, "label"] = calibrator.apply(merged.loc[rest, "score"])
+    return merged.astype({"label": int})
+
+
+def write_qrels(labels: pd.DataFrame, path: Path) -> None:
+    """TREC qrels (``qid 0 docno label``), in the frame's order."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{r.qid} 0 {r.docno} {int(r.label)}\n" for r in labels.itertuples(index=False)),
+                    encoding="utf-8")
 
 
 def calibration_record(study, info: dict, ensembles: dict, *, model: str | None, weights: str) -> dict:
@@ -139,7 +194,8 @@ def calibration_record(study, info: dict, ensembles: dict, *, model: str | None,
             entry["stats"] = info[name]["stats"]
             entry["seconds"] = info[name]["seconds"]
         if calibrator is not None:
-            entry.update({"cuts": list(calibrator.cuts), "weights": weights, "dev_n": calibrator.n_dev,
+            entry.update({"cuts": list(calibrator.cuts), "weights": getattr(calibrator, "weights", weights),
+                          "dev_n": calibrator.n_dev,
                           "dev_kappa": calibrator.dev_kappa})
             entry["collapsed"] = study.collapsed.get(name) or None  # grades the cut points never assign, and why
         record[name] = entry

@@ -19,7 +19,7 @@ import pandas as pd
 from superb.eval.evaluate import View, families, per_query, significance
 from superb.eval.measures import parse_measure
 from superb.eval.stats import PairedTest
-from superb.judges.bootstrap import TIE_DIGITS, tau_intervals
+from superb.judges.bootstrap import TIE_DIGITS, ordering_intervals, tau_intervals
 from superb.judges.pair_agreement import pair_agreement
 
 
@@ -42,12 +42,13 @@ def common_queries(qrels_a: pd.DataFrame, qrels_b: pd.DataFrame) -> list[str]:
 
 
 def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names: Sequence[str] = ("a", "b"),
-                      bootstrap=None) -> pd.DataFrame:
+                      bootstrap=None, more: bool = False) -> pd.DataFrame:
     """Kendall's tau-b between the system orderings (by mean per measure) under two evaluations of the same systems.
     NaN (and p NaN) when fewer than two systems or all means tie. ``discordant_pairs`` counts system pairs ordered
     the other way round (ties on one side only are not counted as discordant). With ``bootstrap`` (a
     superb.judges.bootstrap.QueryBootstrap) the columns tau_low / tau_high hold its interval from resampling queries
-    (the two evaluations must then cover the same queries)."""
+    (the two evaluations must then cover the same queries); with ``more`` also tau_ap (``perquery_a`` the reference)
+    and Spearman's rho with theirs (superb.judges.bootstrap.ordering_intervals)."""
     from scipy.stats import kendalltau
 
     a_name, b_name = names
@@ -79,6 +80,12 @@ def ranking_agreement(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, names:
         out = out.merge(bounds, on="measure", how="left")
         out.insert(out.columns.get_loc("tau") + 1, "tau_low", out.pop("tau_low"))
         out.insert(out.columns.get_loc("tau_low") + 1, "tau_high", out.pop("tau_high"))
+        if more:
+            extra = ordering_intervals(perquery_a, perquery_b, bootstrap)
+            cols = [f"{c}{s}" for c in ("tau_ap", "rho") for s in ("", "_low", "_high")]
+            out = out.merge(extra[["measure", *cols]], on="measure", how="left")
+            for i, c in enumerate(cols):
+                out.insert(out.columns.get_loc("tau_high") + 1 + i, c, out.pop(c))
     return out
 
 
@@ -105,13 +112,14 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
                 queries: Sequence[str] | None = None, condensed: bool = False, test: str = "t",
                 correction: str = "holm", alpha: float = 0.05, seed: int = 0, n_resamples: int = 10_000,
                 bootstrap=None,
-                judge_ranked: Sequence[str] | None = None) -> LabelStudy:
+                judge_ranked: Sequence[str] | None = None, orderings: bool = False) -> LabelStudy:
     """Evaluate ``runs`` (system -> run frame) under both qrels on one topic set (default: queries judged in both),
     test each system against ``baselines[system]`` under each, and compare orderings and verdicts (against the
     baselines, and between every pair of systems: superb.judges.pair_agreement); ``test``, ``n_resamples`` (of the
     randomization test) and ``seed`` reach both. ``bootstrap``
     (superb.judges.bootstrap.QueryBootstrap) adds 95% intervals for Kendall's tau (tau_low, tau_high).
-    ``judge_ranked``: the systems the judge's own model ranked, for the self-preference counts of the pair agreement."""
+    ``judge_ranked``: the systems the judge's own model ranked, for the self-preference counts of the pair agreement.
+    ``orderings``: tau_ap and Spearman's rho beside tau (with ``bootstrap``)."""
 
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"names must be two different labels for the qrels sets, got {list(names)}")
@@ -130,7 +138,8 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
     perquery = pd.concat([pq_a.assign(labels=names[0]), pq_b.assign(labels=names[1])], ignore_index=True)
     summary, pairs = pair_agreement(pq_a, pq_b, names, test=test, correction=correction, alpha=alpha, seed=seed,
                                     n_resamples=n_resamples, judge_ranked=judge_ranked)
-    tau = ranking_agreement(pq_a, pq_b, names, bootstrap=bootstrap).merge(summary, on="measure", how="left")
+    tau = ranking_agreement(pq_a, pq_b, names, bootstrap=bootstrap, more=orderings).merge(summary, on="measure",
+                                                                                         how="left")
     return LabelStudy(perquery=perquery[["labels", "system", "qid", "measure", "value"]], tables=tables, tau=tau,
                       pairs=pairs,
                       flips=verdict_flips(tables[names[0]], tables[names[1]], names), names=tuple(names),

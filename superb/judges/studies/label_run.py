@@ -103,9 +103,23 @@ def study_systems(ls: LabelStudySpec, dataset: Any, topics: pd.DataFrame
                   ) -> tuple[dict[str, pd.DataFrame], dict[str, str | None], dict]:
     """(runs, baselines, info) of the spec's systems; called before any judge runs, so that a bad [label_study]
     fails before the LLM calls."""
-    if ls.runs is not None:
-        return runs_from_folder(ls.runs, ls.select, dataset.name)
-    return runs_from_first_stages(ls.systems, dataset, topics)
+    if ls.runs is None:
+        return runs_from_first_stages(ls.systems, dataset, topics)
+    runs, baselines, info = runs_from_folder(ls.runs, ls.select, dataset.name)
+    if ls.systems:  # more systems beside the folder's (e.g. a data set's other first stages, read from run files)
+        clash = [s["name"] for s in ls.systems if s["name"] in runs]
+        if clash:
+            raise SpecError("label_study.systems", f"{clash} already name systems of {ls.runs}; give them other names")
+        unknown = [s["baseline"] for s in ls.systems if s["baseline"] and s["baseline"] not in runs
+                   and s["baseline"] not in {x["name"] for x in ls.systems}]
+        if unknown:
+            raise SpecError("label_study.systems", f"baselines {unknown} are neither systems of {ls.runs} nor of "
+                                                   "label_study.systems")
+        more, more_baselines, _ = runs_from_first_stages(ls.systems, dataset, topics)
+        runs.update(more)
+        baselines.update(more_baselines)
+        info["source"] += f" and {len(more)} more systems (label_study.systems)"
+    return runs, baselines, info
 
 
 def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame, pool: pd.DataFrame,
