@@ -303,6 +303,26 @@ def _counts(coverage: list[dict]) -> pd.DataFrame:
 
 
 # --- output --------------------------------------------------------------------------------------------------------
+_INTERVALS = "Intervals: 95% percentile bootstrap over queries (superb.judges.bootstrap). "
+_GRADES = ("Precision / recall per grade: of the pairs the row's labeller (judge column) gives that grade, the share "
+           "the reference (against column) also gives it / of the pairs the reference gives it, the share the "
+           "labeller finds; '-' = the grade is never given (no precision) or never in the reference. ")
+NOTES_RATED = (_INTERVALS + "test rows: labels from cut points fitted on ALL scored dev pairs (linear-weighted kappa "
+               "against the combined label), applied unchanged. dev-cv rows: out-of-fold labels, cut points fitted on "
+               "the other dev queries' pairs (the cut points column shows those fitted on ALL dev pairs, which the "
+               "test rows use). " + _GRADES +
+               "Human rows: the rater (judge column) against the consensus of the OTHER raters (their mean label "
+               "rounded, ties to the lower grade: a leave-one-out ceiling; never a combined label that includes the "
+               "rater) or against another rater, on the scope in the cut points column; Fleiss: kappa = Fleiss' "
+               "kappa, agreement = share of unanimous pairs. A judge's row against the combined label compares it "
+               "with all three raters' label; its rows against one rater are the like-for-like comparison with the "
+               "rater-against-rater rows.")
+NOTES_ONE_LABEL = (_INTERVALS + "The reference is the collection's one human label per pair (against: qrels). test "
+                   "rows: labels from cut points fitted on ALL scored dev pairs (the [calibration] weights' kappa "
+                   "against that label), applied unchanged. dev-cv rows: out-of-fold labels, cut points fitted on the "
+                   "other dev queries' pairs (the cut points column shows those fitted on ALL dev pairs, which the "
+                   "test rows use). " + _GRADES + "No human ceiling: with one label per pair there are no raters to "
+                   "compare with each other.")
 def _cell(row: pd.Series, stat: str) -> str:
     value = row.get(stat)
     if value is None or pd.isna(value):
@@ -340,19 +360,10 @@ def format_markdown(study: CalibratedStudy) -> str:
     for _, r in study.coverage.iterrows():
         statuses = ", ".join(f"{c} {int(r[c])}" for c in status_cols if r[c])
         cov.append(f"| {r['judge']} | {r['split']} | {int(r['pairs'])} | {int(r['scored'])} | {statuses} |")
-    notes = ("Intervals: 95% percentile bootstrap over queries (superb.judges.bootstrap). test rows: labels from cut "
-             "points fitted on ALL scored dev pairs (linear-weighted kappa against the combined label), applied "
-             "unchanged. dev-cv rows: out-of-fold labels, cut points fitted on the other dev queries' pairs (the "
-             "cut points column shows those fitted on ALL dev pairs, which the test rows use). "
-             "Precision / recall per grade: of the pairs the row's labeller (judge column) gives that grade, the "
-             "share the reference (against column) also gives it / of the pairs the reference gives it, the share "
-             "the labeller finds; '-' = the grade is never given (no precision) or never in the reference. "
-             "Human rows: the rater (judge column) against the consensus of the OTHER raters (their mean label "
-             "rounded, ties to the lower grade: a leave-one-out ceiling; never a combined label that includes the "
-             "rater) or against another rater, on the scope in the cut points column; Fleiss: kappa = Fleiss' "
-             "kappa, agreement = share of unanimous pairs. A judge's row against the combined label compares it with "
-             "all three raters' label; its rows against one rater are the like-for-like comparison with the "
-             "rater-against-rater rows.")
+    notes = NOTES_RATED if t["judge"].astype(str).str.startswith("human").any() else NOTES_ONE_LABEL
+    if (t.get("cuts") == "written grade").any():
+        notes += (" Rows whose cut points say 'written grade': the judge's own written grade is its label (nothing "
+                  "fitted; UMBRELA's reading), so its dev-cv and test rows use the same rule.")
     extra = "".join(f"- {n}\n" for n in study.notes)
     return ("\n".join(lines) + "\n\n" + notes + "\n\n## Coverage\n\n" + "\n".join(cov) + "\n"
             + (f"\n## Notes\n\n{extra}" if extra else ""))

@@ -133,6 +133,10 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
                                  make_calibrator=partial(KappaCutSearch, weights=cal.weights),
                                  bootstrap=QueryBootstrap(cal.bootstrap, seed=spec.seed), folds=cal.folds,
                                  seed=spec.seed, fixed=written, reference=reference, split_of=split_of)
+    differences = judge_differences(study.labels, rated, QueryBootstrap(cal.bootstrap, seed=spec.seed))
+    if len(differences):
+        differences.to_csv(out / "judge_differences.csv", index=False)
+        (out / "judge_differences.md").write_text(differences_markdown(differences, spec.name), encoding="utf-8")
     record = calibration_record(study, info, ensembles, model=model, weights=cal.weights)
     study.notes[:0] = coverage_notes(record)
     write_study(study, out, title=f"{spec.name}: scoring judges calibrated on dev pairs, reported on test pairs")
@@ -148,6 +152,44 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
         write_qrels(frame, out / name / "llm_qrels.trec")
     return {"judges": record, "pairs": {s: int((every["split"] == s).sum()) for s in DEV_TEST},
             "labelled": labelled, "pool_labels": pool_labels}
+
+
+def judge_differences(labels: dict[str, pd.DataFrame], reference: pd.DataFrame, bootstrap: Any) -> pd.DataFrame:
+    """Every two judges compared on the test pairs both labelled: judge_a's kappa (unweighted, linear, quadratic)
+    against the human label minus judge_b's, with a paired query-bootstrap 95% interval and p
+    (superb.judges.bootstrap.kappa_difference)."""
+    from itertools import combinations
+
+    from superb.judges.bootstrap import KAPPAS, kappa_difference
+
+    human = reference[["qid", "docno", "final"]].astype({"qid": str, "docno": str})
+    rows = []
+    for a, b in combinations(labels, 2):
+        la = labels[a][labels[a]["split"] == "test"][["qid", "docno", "label"]]
+        lb = labels[b][labels[b]["split"] == "test"][["qid", "docno", "label"]]
+        both = la.merge(lb, on=["qid", "docno"], suffixes=("_a", "_b")).merge(human, on=["qid", "docno"])
+        if both["qid"].nunique() < 2:
+            continue
+        for kappa, weights in KAPPAS.items():
+            d = kappa_difference(both["qid"], both["final"], both["label_a"], both["label_b"], bootstrap=bootstrap,
+                                 weights=weights)
+            rows.append({"judge_a": a, "judge_b": b, "split": "test", "kappa": kappa, **d})
+    return pd.DataFrame(rows)
+
+
+def differences_markdown(table: pd.DataFrame, title: str) -> str:
+    """judge_differences.md: every two judges' kappa difference on their common test pairs."""
+    lines = [f"# {title}: judges compared on the same pairs", "",
+             "Each row: judge A's kappa against the human label minus judge B's, on the test pairs both labelled, with "
+             "a 95% interval and a two-sided p from one paired bootstrap over queries (the same resampled queries "
+             "for both judges). Exploratory unless a spec declares the comparison.", "",
+             "| judge A | judge B | kappa | pairs | queries | A | B | A - B [95% CI] | p |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in table.itertuples(index=False):
+        lines.append(f"| {r.judge_a} | {r.judge_b} | {r.kappa} | {r.n:,} | {r.queries} | {r.kappa_a:.3f} | "
+                     f"{r.kappa_b:.3f} | {r.difference:+.3f} [{r.difference_low:+.3f}, {r.difference_high:+.3f}] | "
+                     f"{r.p:.3g} |")
+    return "\n".join(lines) + "\n"
 
 
 def label_pool(scores: pd.DataFrame, rated: pd.DataFrame, calibrator: Any) -> pd.DataFrame:
