@@ -9,11 +9,20 @@ the readers every built-in reranker and judge uses (:mod:`superb.llm.answers`). 
 or ``"module:Class"``, or an installed package registers a short name in the entry-point group ``superb.rerankers``.
 Any other ``pt.Transformer`` (a class, or a function returning one) is a stage too, checked by
 :class:`TransformerStage`.
+
+A judge is a :class:`Judge` subclass with ``async def judge_pair(self, qid, query, docno)`` (or ``ajudge_query`` for a
+query's pairs at once) returning the :class:`Scored` record that ``self.scored(...)`` reads from an answer; it declares
+``output`` ("score": calibrated into labels on dev pairs; "label": its own grade, reported as it is) and its spec
+options in its constructor, asks through ``await self.complete(request)``, and a judge spec names it by
+``"file.py:Class"``, ``"module:Class"`` or a short name in the entry-point group ``superb.judges``.
 """
 
 from superb.errors import SpecError  # noqa: F401
+from superb.judges.base import Judge, Scored  # noqa: F401
+from superb.judges.registry import ENTRY_POINT_GROUP as JUDGE_ENTRY_POINT_GROUP  # noqa: F401
 from superb.llm.answers import (  # noqa: F401
-    LETTERS, Choice, ExpectedGrade, Reading, YesProbability, first_identifier_probabilities, permutation, read_choice,
+    LETTERS, Choice, ExpectedGrade, Reading, UmbrelaGrade, WrittenGrade, YesProbability, first_identifier_probabilities,
+    permutation, read_choice,
 )
 from superb.llm.prompts import load_template, template_name  # noqa: F401
 from superb.llm.question import LabelQuestion  # noqa: F401
@@ -24,6 +33,7 @@ from superb.transformers.plugins import ENTRY_POINT_GROUP  # noqa: F401
 from superb.transformers.transformer_stage import TransformerStage  # noqa: F401
 
 __all__ = ["Candidates", "ChatRequest", "Choice", "Completion", "ENTRY_POINT_GROUP", "ExpectedGrade", "Flag",
-           "LETTERS", "LabelQuestion", "NonNegativeInt", "OneOf", "PositiveInt", "Reading", "Reranker", "SpecError",
-           "Text", "TopK", "TransformerStage", "UnitFloat", "YesProbability", "first_identifier_probabilities",
-           "load_template", "permutation", "read_choice", "scores_from_order", "template_name"]
+           "JUDGE_ENTRY_POINT_GROUP", "Judge", "LETTERS", "LabelQuestion", "NonNegativeInt", "OneOf", "PositiveInt",
+           "Reading", "Reranker", "Scored", "SpecError", "Text", "TopK", "TransformerStage", "UmbrelaGrade",
+           "UnitFloat", "WrittenGrade", "YesProbability", "first_identifier_probabilities", "load_template",
+           "permutation", "read_choice", "scores_from_order", "template_name"]

@@ -11,7 +11,8 @@ READERS = {"superb/llm/answers.py", "superb/llm/parsing.py"}
 #: the low-level parsers: only the readers module may call them
 LOW_LEVEL = {"first_distribution", "token_distribution", "first_letter_distribution", "letter_distribution",
              "parse_label", "parse_yes_no", "parse_grade", "grade_distribution", "parse_listwise",
-             "parse_permutation", "parse_letter", "parse_confidence"}
+             "parse_permutation", "parse_letter", "parse_confidence", "parse_umbrela", "distribution_after",
+             "grade_after"}
 
 
 def sources() -> list[Path]:
@@ -38,7 +39,8 @@ def test_no_module_but_the_readers_calls_a_low_level_parser_or_exponentiates_log
 
 def test_each_llm_reranker_and_judge_imports_the_readers():
     users = ["transformers/pointwise.py", "transformers/deliberated.py", "transformers/setwise.py",
-             "transformers/window.py", "superb/judges/scoring.py", "superb/judges/judge.py", "superb/llm/preference.py"]
+             "transformers/window.py", "superb/judges/base.py", "superb/judges/pointwise.py", "superb/judges/listwise.py",
+             "superb/llm/preference.py"]
     for rel in users:
         tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
         assert any(isinstance(n, ast.ImportFrom) and n.module == "superb.llm.answers" for n in ast.walk(tree)), rel

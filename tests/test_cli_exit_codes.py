@@ -97,7 +97,10 @@ rel_threshold = 2
 [judge]
 fields = ["title"]
 [[judge.variants]]
+name = "pointwise"
 type = "pointwise"
+template = "pointwise_best_product"
+reading = "grade"
 """)
     return str(path)
 

@@ -5,7 +5,8 @@ function-local imports included (the graph of tests/test_import_cycles.py).
                provenance, terminal (status lines, wrapping): what everything may use
   1 services   llm (client, cache, prompts), data (collections), eval (measures, tests, tables)
   2 stages     pipelines (first stages, systems), transformers (rerankers)
-  3 studies    judges (the judge core, the studies), report (report.html), batch (batch files)
+  3 studies    judges (the judge core, the studies), report (report.html), batch (batch files), extend (the public
+               extension API: rerankers' and judges' bases)
   4 commands   the spec, the experiment runner, results folders, merge, shards, `superb evaluate`, the CLIs; the
                command layer of the judges (judges.commands, judges.fill, a study's ``*_run`` step of a judge spec)
                and of batch files (batch.cli, batch.collect)
@@ -22,8 +23,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     0: ("superb.errors", "superb.options", "superb.digest", "superb.paths", "superb.atomic", "superb.exit_codes",
         "superb.interrupt", "superb.trec", "superb.stage_scores", "superb.provenance", "superb.terminal"),
     1: ("superb.llm", "superb.data", "superb.eval"),
-    2: ("superb.pipelines", "superb.transformers", "superb.extend"),
-    3: ("superb.judges", "superb.report", "superb.batch"),
+    2: ("superb.pipelines", "superb.transformers"),
+    3: ("superb.judges", "superb.report", "superb.batch", "superb.extend"),
     4: ("superb.run", "superb.cli", "superb.judges.commands", "superb.judges.fill",
         "superb.judges.studies.label_run", "superb.judges.studies.calibration_run", "superb.batch.cli",
         "superb.batch.collect"),
@@ -51,7 +52,7 @@ def test_every_module_has_a_layer():
     graph = import_graph()
     unplaced = sorted(m for m in graph if layer_of(m) is None)
     assert not unplaced
-    assert layer_of("superb.judges.commands.run") == 4 and layer_of("superb.judges.judge") == 3
+    assert layer_of("superb.judges.commands.run") == 4 and layer_of("superb.judges.registry") == 3
     assert layer_of("superb.llm.prompts") == 1 and layer_of("superb") == 4
 
 

@@ -54,28 +54,31 @@ def test_judge_command_writes_results(home, capsys):
         spec.write_text("\n".join([
             'name = "tiny_judges"', "[dataset]", *[f"{k} = {toml_value(v)}" for k, v in dataset.items()],
             "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]', 'cache = "off"',
-            "[judge]", 'fields = ["title"]',
-            "[[judge.variants]]", 'type = "pointwise"',
+            "[judge]", 'fields = ["title"]', 'reading = "grade"',
+            "[[judge.variants]]", 'name = "pointwise"', 'type = "pointwise"', 'template = "pointwise_best_product"',
             "[[judge.variants]]", 'name = "delib"', 'type = "deliberated"',
         ]) + "\n")
         code = main(["judge", str(spec), "--out", str(home / "out")])
     assert code == 0
     out = home / "out"
-    for f in ("agreement.md", "agreement.csv", "provenance.json", "pool.tsv", "pointwise/qrels.trec",
-              "pointwise/judgments.jsonl", "pointwise/confusion.png", "delib/qrels.trec", "delib/confusion.png"):
+    for f in ("agreement.md", "agreement_calibrated.md", "agreement_calibrated.csv", "provenance.json", "pool.tsv",
+              "pointwise/llm_qrels.trec", "pointwise/judgments.jsonl", "pointwise/confusion_final.png",
+              "delib/llm_qrels.trec", "delib/confusion_final.png", "judge_differences.csv"):
         assert (out / f).is_file(), f
-    table = pd.read_csv(out / "agreement.csv").set_index("a")
+    # both queries are of the test split; the written grades are the labels (nothing fitted)
+    table = pd.read_csv(out / "agreement_calibrated.csv").set_index(["judge", "split"])
     # judge labels 3,0,2,1 | 3,0,2,1 vs human 3,0,2,1 | 3,1,3,1 -> 6 of 8 agree
-    assert table.loc["pointwise", "n"] == 8 and table.loc["pointwise", "agreement"] == pytest.approx(6 / 8)
-    assert table.loc["delib", "agreement"] == pytest.approx(6 / 8)
-    # binary (>= 2): judge 1,0,1,0 | 1,0,1,0 vs human 1,0,1,0 | 1,0,1,0 -> all agree
-    assert table.loc["pointwise", "binary_agreement"] == pytest.approx(1.0)
+    assert table.loc[("pointwise", "test"), "n"] == 8
+    assert table.loc[("pointwise", "test"), "agreement"] == pytest.approx(6 / 8)
+    assert table.loc[("delib", "test"), "agreement"] == pytest.approx(6 / 8)
+    assert table.loc[("pointwise", "test"), "cuts"] == "written grade"
     per_label = pd.read_csv(out / "pointwise" / "per_label.csv").set_index("label")
     # human label 3 (q1 d1, q2 d1, q2 d3): judge says 3, 3, 2 -> recall 2/3; judge 3 twice, both right -> precision 1
     assert per_label.loc[3, "recall"] == pytest.approx(2 / 3) and per_label.loc[3, "precision"] == pytest.approx(1.0)
+    assert (out / "pointwise" / "llm_qrels.trec").read_text().splitlines()[0] == "q1 0 d1 3"
     prov = json.loads((out / "provenance.json").read_text())
-    assert prov["variants"]["delib"]["templates"]["ideal"].startswith("deliberated_attributes@")
-    assert prov["counts"] == {"queries": 2, "pairs": 8}
+    assert prov["variants"]["calibrated"]["judges"]["delib"]["templates"]["ideal"].startswith("deliberated_attributes@")
+    assert prov["counts"]["queries"] == 2 and prov["counts"]["pairs"] == 8
     assert "tiny_judges" in capsys.readouterr().out
 
 
@@ -83,7 +86,7 @@ def test_a_judge_run_stopped_by_ctrl_c_leaves_the_earlier_folder_whole(home, mon
     """An interrupted `superb judge` must not leave a half-written folder nor delete the earlier one (superb.atomic)."""
     import hashlib
 
-    import superb.judges.commands.run
+    import superb.judges.studies.calibration_agreement
 
     dataset = write_local(home / "data")
     out = home / "out"
@@ -98,24 +101,25 @@ def test_a_judge_run_stopped_by_ctrl_c_leaves_the_earlier_folder_whole(home, mon
             'name = "tiny_judges"', "[dataset]", *[f"{k} = {toml_value(v)}" for k, v in dataset.items()],
             "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]', 'cache = "off"',
             "[judge]", 'fields = ["title"]', "[[judge.variants]]", 'type = "pointwise"',
+            'template = "pointwise_best_product"', 'reading = "grade"',
         ]) + "\n")
         assert main(["judge", str(spec), "--out", str(out)]) == 0
         before = snapshot()
         written = []
 
-        def ctrl_c(human, judge, labels, path, title):  # after the judge's qrels and judgments are written
-            written.extend(sorted(p.name for p in path.parent.iterdir()))
+        def ctrl_c(*args, **kw):  # after the judge's scores and judgments are written
+            written.extend(sorted(p.name for p in (out.parent.glob(".out.*/pointwise/*"))))
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(superb.judges.commands.run, "confusion_heatmap", ctrl_c)
+        monkeypatch.setattr(superb.judges.studies.calibration_agreement, "confusion_heatmap", ctrl_c)
         assert main(["judge", str(spec), "--out", str(out)]) == 130  # superb's exit code for an interrupted run
-    assert "qrels.trec" in written and "judgments.jsonl" in written  # stopped midway, not before writing
+    assert "scores.tsv" in written and "judgments.jsonl" in written  # stopped midway, not before writing
     assert snapshot() == before
     assert sorted(p.name for p in home.iterdir() if p.name.startswith(".out.")) == []
 
 
 def test_spec_errors_name_key_paths():
-    base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"type": "pointwise"}}
+    base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"preset": "superb"}}
     with pytest.raises(SpecError, match=r"^colour: unknown key"):
         parse_judge_spec({**base, "colour": 1})
     with pytest.raises(SpecError, match=r"pool\.source: 'web'"):
@@ -125,13 +129,13 @@ def test_spec_errors_name_key_paths():
     with pytest.raises(SpecError, match=r"pool\.per_query: expected an integer >= 1"):
         parse_judge_spec({**base, "pool": {"per_query": 0}})
     with pytest.raises(SpecError, match=r"judge\.variants\[1\]\.name: 'a' is used twice"):
-        parse_judge_spec({**base, "judge": {"type": "pointwise", "variants": [{"name": "a"}, {"name": "a"}]}})
+        parse_judge_spec({**base, "judge": {"preset": "superb", "variants": [{"name": "a"}, {"name": "a"}]}})
     with pytest.raises(SpecError, match=r"judge\.type: required"):
         parse_judge_spec({**base, "judge": {"fields": ["title"]}})
     with pytest.raises(SpecError, match=r"agreement\.label_map\.x"):
         parse_judge_spec({**base, "agreement": {"label_map": {"x": 1}}})
     spec = parse_judge_spec({**base, "agreement": {"label_map": {"3": 2}, "rel": 1}})
-    assert spec.label_map == {3: 2} and spec.rel == 1 and spec.variants == (("pointwise", {"type": "pointwise"}),)
+    assert spec.label_map == {3: 2} and spec.rel == 1 and spec.variants == (("superb", {"preset": "superb"}),)
 
 
 @pytest.mark.slow
@@ -182,7 +186,7 @@ def test_fill_options_without_fill_are_refused(home, capsys, flag):
 
 
 def test_label_study_n_resamples_is_read_and_checked():
-    base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"type": "pointwise"}}
+    base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"preset": "superb"}}
     spec = parse_judge_spec({**base, "label_study": {"runs": "results/r", "test": "randomization",
                                                      "n_resamples": 500}})
     assert spec.label_study.n_resamples == 500

@@ -14,9 +14,11 @@ import pytest
 
 from fakeserver import FakeServer, Fault, Reply
 from superb.errors import SpecError
-from superb.judges.judge import DeliberatedJudge, ListwiseJudge, PairwiseJudge, PointwiseJudge, build_judge
+from superb.judges.listwise import ListwiseJudge, PairwiseJudge
+from superb.judges.pointwise import DeliberatedJudge, PointwiseJudge
+from superb.judges.records import as_judgments, read_jsonl, status_counts, to_qrels, write_jsonl, write_qrels_trec
+from superb.judges.registry import build_judge
 from superb.llm.parsing import grade_distribution, parse_grade, parse_listwise
-from superb.judges.records import read_jsonl, status_counts, to_qrels, write_jsonl, write_qrels_trec
 from superb.llm import LLMClient, LLMConfig, TokenLogprob, Usage
 from tiny_dataset import TinyDataset
 
@@ -56,6 +58,11 @@ def pointwise_responder(req: dict) -> Reply:
     return Reply(g, ((g, top[g], top),))
 
 
+def labels(judge, pool):
+    """A label judge's records as Judgments (its grade, or its default grade where the call failed)."""
+    return as_judgments(judge.score_records(pool), judge.default_label)
+
+
 def test_parse_grade_and_distribution_pure():
     assert parse_grade("3") == 3 and parse_grade("Grade: 2") == 2 and parse_grade("**1**") == 1
     assert parse_grade("2 - almost best") == 2 and parse_grade("Overall best") == 3
@@ -78,8 +85,8 @@ def test_parse_listwise_counts_repairs():
 def test_pointwise_judge_labels_confidence_and_counted_defaults(tmp_path):
     ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=pointwise_responder) as srv:
-        judge = PointwiseJudge(client(srv), ds)
-        records = judge.judge(POOL)
+        judge = PointwiseJudge(client(srv), ds, template="pointwise_best_product", reading="grade")
+        records = labels(judge, POOL)
     by = {(j.qid, j.docno): j for j in records}
     assert len(records) == 7
     assert [by["q1", d].label for d in ("d1", "d2", "d3", "d5")] == [3, 0, 2, 1]
@@ -99,8 +106,9 @@ def test_pointwise_judge_labels_confidence_and_counted_defaults(tmp_path):
 def test_failed_calls_get_the_default_label_and_are_counted():
     ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=pointwise_responder, faults=[Fault.error(500)]) as srv:
-        judge = PointwiseJudge(client(srv, max_retries=0, concurrency=1), ds, default_label=1)
-        records = judge.judge(POOL[POOL["qid"] == "q2"])
+        judge = PointwiseJudge(client(srv, max_retries=0, concurrency=1), ds, template="pointwise_best_product",
+                               reading="grade", default_label=1)
+        records = labels(judge, POOL[POOL["qid"] == "q2"])
     statuses = sorted(j.status for j in records)
     assert statuses == ["failed", "ok"]
     failed = next(j for j in records if j.status == "failed")
@@ -117,8 +125,8 @@ def deliberated_responder(req: dict) -> Reply:
 def test_deliberated_judge_uses_ideal_attributes():
     ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=deliberated_responder) as srv:
-        judge = DeliberatedJudge(client(srv), ds)
-        records = judge.judge(POOL)
+        judge = DeliberatedJudge(client(srv), ds, reading="grade")
+        records = labels(judge, POOL)
         label_prompts = [prompt_of(r) for r in srv.received if "Product:" in prompt_of(r)]
     assert judge.ideals == {"q1": "- a laptop\n- long battery life", "q2": "- a laptop\n- long battery life"}
     assert judge.stats["ideal_calls"] == 2 and all("long battery life" in p for p in label_prompts)
@@ -137,7 +145,7 @@ def test_listwise_judge_windows_missing_items_default():
     ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=listwise_responder) as srv:
         judge = ListwiseJudge(client(srv), ds, window=3)
-        records = judge.judge(POOL)
+        records = labels(judge, POOL)
         calls = srv.requests
     by = {(j.qid, j.docno): j for j in records}
     assert calls == 3  # q1: windows of 3 + 2, q2: one window of 2
@@ -161,7 +169,7 @@ def test_pairwise_judge_win_rates_to_labels():
     pool = pd.DataFrame({"qid": "q1", "query": "tv", "docno": list(titles)})
     with FakeServer(responder=pairwise_responder) as srv:
         judge = PairwiseJudge(client(srv), ds, allow_neither=True, both_orders=True)
-        records = judge.judge(pool)
+        records = labels(judge, pool)
     # all 6 pairs asked (<= max_pairs), both orders: 12 calls; a wins 3/3 -> 3, b 2/3 -> 2, c 1/3 -> 1, d 0/3 -> 0
     assert judge.stats["calls"] == 12
     assert {j.docno: j.label for j in records} == {"a": 3, "b": 2, "c": 1, "d": 0}
@@ -181,23 +189,26 @@ def test_pairwise_judge_samples_opponents_when_many_products():
 def test_empty_pool_and_missing_columns():
     ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=pointwise_responder) as srv:
-        judge = PointwiseJudge(client(srv), ds)
-        assert judge.judge(POOL.iloc[:0]) == [] and srv.requests == 0
+        judge = PointwiseJudge(client(srv), ds, template="pointwise_best_product")
+        assert judge.score_records(POOL.iloc[:0]) == [] and srv.requests == 0
         with pytest.raises(ValueError, match=r"lacks columns \['query'\]"):
-            judge.judge(POOL.drop(columns=["query"]))
+            judge.score_records(POOL.drop(columns=["query"]))
 
 
 def test_build_judge_validates_spec_keys():
     ds = TinyDataset(TITLES, TOPICS)
     with pytest.raises(SpecError, match=r"judge\.type: unknown judge type 'magic'"):
         build_judge({"type": "magic"}, llm=None, dataset=ds)
+    pointwise = {"type": "pointwise", "template": "pointwise_best_product"}
     with pytest.raises(SpecError, match=r"judge\.window: unknown option for type 'pointwise'; allowed keys"):
-        build_judge({"type": "pointwise", "window": 3}, llm=None, dataset=ds)
+        build_judge({**pointwise, "window": 3}, llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.fields: expected a non-empty list of field names"):
-        build_judge({"type": "pointwise", "fields": [3]}, llm=None, dataset=ds)
-    assert build_judge({"type": "pointwise", "fields": "title"}, llm=None, dataset=ds).text.fields == ("title",)
+        build_judge({**pointwise, "fields": [3]}, llm=None, dataset=ds)
+    assert build_judge({**pointwise, "fields": "title"}, llm=None, dataset=ds).text.fields == ("title",)
     with pytest.raises(SpecError, match=r"judge\.fields: unknown product field"):
-        build_judge({"type": "pointwise", "fields": ["colour"]}, llm=None, dataset=ds)
+        build_judge({**pointwise, "fields": ["colour"]}, llm=None, dataset=ds)
+    with pytest.raises(SpecError, match=r"judge\.template: missing: name the grading prompt template"):
+        build_judge({"type": "pointwise"}, llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.both_orders: expected true or false"):
         build_judge({"type": "pairwise", "both_orders": "yes"}, llm=None, dataset=ds)
     judge = build_judge({"type": "listwise", "window": 4, "fields": ["title"]}, llm=None, dataset=ds)
@@ -224,9 +235,11 @@ ANSWERS = st.one_of(st.text(max_size=60), st.sampled_from(["[1]: 3\n[1]: 2", "LH
 def test_any_model_output_keeps_exactly_the_pool_pairs(answer, kind):
     ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=lambda req: answer) as srv:
-        judge = build_judge({"type": kind, **({"window": 2} if kind == "listwise" else {})},
-                            llm=client(srv), dataset=ds)
-        records = judge.judge(POOL)
+        options = {"type": kind, **({"window": 2} if kind == "listwise" else {}),
+                   **({"reading": "grade"} if kind in ("pointwise", "deliberated") else {}),
+                   **({"template": "pointwise_best_product"} if kind == "pointwise" else {})}
+        judge = build_judge(options, llm=client(srv), dataset=ds)
+        records = labels(judge, POOL)
     assert sorted((j.qid, j.docno) for j in records) == sorted(zip(POOL["qid"], POOL["docno"]))
     assert all(j.label in (0, 1, 2, 3) for j in records)
     defaults = sum(j.status != "ok" for j in records)

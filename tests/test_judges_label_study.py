@@ -80,7 +80,8 @@ def test_label_study_on_a_reused_results_folder(home, capsys):
     write_results_folder(home / "results" / "first")
     with FakeServer(responder=grade_responder) as srv:
         (home / "spec.toml").write_text(spec_lines(
-            dataset, srv.base_url, ["[judge]", 'type = "pointwise"'],
+            dataset, srv.base_url, ["[judge]", 'type = "pointwise"', 'template = "pointwise_best_product"',
+                                                                 'reading = "grade"'],
             ['runs = "results/first"', 'select = ["A", "B"]', 'measures = ["P@1"]']))
         assert main(["judge", str(home / "spec.toml"), "--out", str(home / "out")]) == 0
     out = home / "out"
@@ -115,7 +116,8 @@ def test_unjudged_documents_condensed_or_non_relevant(home):
     for condensed, expected in (("true", 7 / 8), ("false", 0.0)):
         with FakeServer(responder=grade_responder) as srv:
             (home / "spec.toml").write_text(spec_lines(
-                dataset, srv.base_url, ["[judge]", 'type = "pointwise"'],
+                dataset, srv.base_url, ["[judge]", 'type = "pointwise"', 'template = "pointwise_best_product"',
+                                                                 'reading = "grade"'],
                 ['runs = "results/first"', 'select = ["A", "C"]', 'measures = ["P@1"]', f"condensed = {condensed}"]))
             assert main(["judge", str(home / "spec.toml"), "--out", str(home / f"out_{condensed}")]) == 0
         md = (home / f"out_{condensed}" / "label_study.md").read_text()
@@ -127,21 +129,23 @@ def test_runs_of_another_dataset_or_unknown_systems_are_refused(home, capsys):
     dataset = write_inverted(home / "data")
     write_results_folder(home / "results" / "first")
     with FakeServer(responder=grade_responder) as srv:
-        (home / "spec.toml").write_text(spec_lines(dataset, srv.base_url, ["[judge]", 'type = "pointwise"'],
+        (home / "spec.toml").write_text(spec_lines(dataset, srv.base_url, ["[judge]", 'type = "pointwise"', 'template = "pointwise_best_product"',
+                                                                 'reading = "grade"'],
                                                    ['runs = "results/first"', 'select = ["A", "Z"]']))
         assert main(["judge", str(home / "spec.toml"), "--out", str(home / "out")]) != 0
         assert "label_study.select: systems ['Z'] are not in" in capsys.readouterr().err
         assert srv.requests == 0  # refused before any judge call
         prov = home / "results" / "first" / "provenance.json"
         prov.write_text(prov.read_text().replace('"local"', '"wands"'))
-        (home / "spec.toml").write_text(spec_lines(dataset, srv.base_url, ["[judge]", 'type = "pointwise"'],
+        (home / "spec.toml").write_text(spec_lines(dataset, srv.base_url, ["[judge]", 'type = "pointwise"', 'template = "pointwise_best_product"',
+                                                                 'reading = "grade"'],
                                                    ['runs = "results/first"']))
         assert main(["judge", str(home / "spec.toml"), "--out", str(home / "out")]) != 0
         assert "holds runs on data set 'wands'" in capsys.readouterr().err
 
 
 def test_label_study_spec_errors_name_key_paths():
-    base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"type": "pointwise"}}
+    base = {"name": "x", "dataset": {"name": "chorus"}, "judge": {"preset": "superb"}}
     stage = {"engine": "pisa", "model": "bm25"}
     cases = [
         ({"runs": "r", "colour": 1}, r"^label_study\.colour: unknown key"),
@@ -197,7 +201,8 @@ def test_chorus_pisa_bm25_vs_rm3_under_a_copying_and_a_constant_judge(home, monk
             "[pool]", 'source = "qrels"', "per_query = 8", "[llm]", 'model = "fake-model"',
             f'base_urls = ["{srv.base_url}"]', 'cache = "off"',
             "[judge]", 'fields = ["title"]', "text_tokens = 400",
-            "[[judge.variants]]", 'type = "pointwise"', "[[judge.variants]]", 'type = "deliberated"',
+            'reading = "grade"', "[[judge.variants]]", 'type = "pointwise"', 'template = "pointwise_best_product"',
+            "[[judge.variants]]", 'type = "deliberated"',
             "[label_study]", 'measures = ["nDCG@5", "P@5"]',
             'systems = [{ name = "PISA BM25", first_stage = { engine = "pisa", model = "bm25", depth = 100 } },',
             '  { name = "PISA RM3", first_stage = { engine = "pisa", model = "rm3", depth = 100 }, '

@@ -15,8 +15,9 @@ import pytest
 from fakeserver import FakeServer, Fault, Reply
 from superb.errors import SpecError
 from superb.judges.from_cache import cache_only_client, score_from_cache
-from superb.judges.scoring import (PRESETS, CalibratedJudge, DeliberatedScoringJudge, ExpectedGrade, ScoringJudge,
-                                   YesProbability, build_scoring_judge)
+from superb.judges.pointwise import DeliberatedJudge, PointwiseJudge
+from superb.judges.registry import PRESETS, build_judge
+from superb.llm.answers import ExpectedGrade, YesProbability
 from superb.llm import LLMClient, LLMConfig, Usage, ideal
 from superb.llm.cache import ResponseCache
 from superb.llm.cache_rows import cache_key
@@ -77,7 +78,7 @@ def test_expected_grade_and_p_yes_from_label_probabilities_with_counted_fallback
     ds = TinyDataset(TITLES, TOPICS)
     with FakeServer(responder=responder, faults=[None] * 4 + [Fault.error(500)] * 20) as srv:
         with client(srv, max_retries=0) as llm:
-            grade = ScoringJudge(llm, ds, template="pointwise_best_product", reading=ExpectedGrade())
+            grade = PointwiseJudge(llm, ds, template="pointwise_best_product", reading=ExpectedGrade())
             got = {r.docno: r for r in grade.score_records(POOL.iloc[:4])}
             # the 5th call (d5) fails: the server answers 500 from then on, the client does not retry
             failed = grade.score_records(POOL.iloc[4:])
@@ -91,7 +92,7 @@ def test_expected_grade_and_p_yes_from_label_probabilities_with_counted_fallback
     assert grade.stats["failed_calls"] == 1 and grade.stats["calls"] == 5
 
     with FakeServer(responder=responder) as srv, client(srv) as llm:
-        yes = build_scoring_judge("yesno_product", llm=llm, dataset=ds)
+        yes = build_judge("yesno_product", llm=llm, dataset=ds)
         frame = yes.score(POOL.iloc[:4]).set_index("docno")
     assert isinstance(yes.reading, YesProbability) and yes.template.name == "pointwise_yesno_product"
     assert frame.loc["d1", "score"] == pytest.approx(0.7 / 0.9)  # "yes" and "Yes" add up
@@ -106,7 +107,7 @@ def test_judge_requests_equal_the_rerankers_and_the_cache_fill_requests():
     ds = TinyDataset(TITLES, TOPICS)
     text = ProductText(ds, fields=("title",), text_tokens=64)
     for preset in ("superb_product", "superb", "yesno_product", "yesno", "umbrela"):
-        judge = build_scoring_judge(preset, llm=None, dataset=ds)
+        judge = build_judge(preset, llm=None, dataset=ds)
         template = load_template(PRESETS[preset]["template"])
         fill = ChatRequest.label(template.render(query="steel bottle", product=text.get("d1")), template=template.id,
                                  tag="fill")
@@ -118,7 +119,7 @@ def test_judge_requests_equal_the_rerankers_and_the_cache_fill_requests():
         assert cache_key("m", rr.request("steel bottle", text.get("d1"))) == cache_key("m", got)
     # deliberated: the same ideal-attributes request, and the same grading request for the same attribute text
     rr = DeliberatedReranker(None, text=text)
-    judge = build_scoring_judge("deliberated", llm=None, dataset=ds)
+    judge = build_judge("deliberated", llm=None, dataset=ds)
     assert cache_key("m", rr.attributes_request("tent")) == cache_key("m", judge.ideal_request("tent"))
     attrs = ideal.normalise("  - waterproof \n\n - light  \n")
     assert attrs == "- waterproof\n- light"
@@ -138,7 +139,7 @@ def test_deliberated_judge_asks_ideal_once_per_query_text_and_grades_against_it(
 
     pool = pd.DataFrame({"qid": ["q1", "q1", "q9"], "query": ["steel bottle"] * 3, "docno": ["d1", "d2", "d2"]})
     with FakeServer(responder=resp) as srv, client(srv) as llm:
-        judge = DeliberatedScoringJudge(llm, ds)
+        judge = DeliberatedJudge(llm, ds)
         frame = judge.score(pool)
         asked = [prompt_of(r) for r in srv.received]
     assert sum("Product:" not in p for p in asked) == 1  # one ideal call for the shared query text
@@ -153,7 +154,7 @@ def test_scoring_from_the_cache_alone_makes_no_call_and_counts_misses(tmp_path):
     with FakeServer(responder=responder) as srv:
         cache = ResponseCache(path, "normal")
         with client(srv, cache=cache) as llm:  # a live run fills the cache for one judge
-            live = build_scoring_judge("superb_product", llm=llm, dataset=ds).score(pool)
+            live = build_judge("superb_product", llm=llm, dataset=ds).score(pool)
         cache.close()
         sent = srv.requests
         scores, info = score_from_cache(["superb_product", "yesno_product"], ds, pool, cache_path=path,
@@ -173,34 +174,13 @@ def test_scoring_from_the_cache_alone_makes_no_call_and_counts_misses(tmp_path):
         client_.cache.close()
 
 
-def test_build_scoring_judge_rejects_unknown_presets_and_keys():
+def test_build_judge_rejects_unknown_presets_and_keys():
     ds = TinyDataset(TITLES, TOPICS)
     with pytest.raises(SpecError, match=r"judge\.preset: unknown judge preset 'nope'"):
-        build_scoring_judge("nope", llm=None, dataset=ds)
+        build_judge("nope", llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.window: unknown option for type 'pointwise'; allowed keys"):
-        build_scoring_judge({"preset": "superb", "window": 3}, llm=None, dataset=ds)
-    with pytest.raises(SpecError, match=r"judge\.reading: expected one of \['expected_grade', 'p_yes', 'written'\], got 'argmax'"):
-        build_scoring_judge({"template": "pointwise_best", "reading": "argmax"}, llm=None, dataset=ds)
+        build_judge({"preset": "superb", "window": 3}, llm=None, dataset=ds)
+    with pytest.raises(SpecError, match=r"judge\.reading: expected one of \['expected_grade', 'p_yes', 'grade', 'written'\], got 'argmax'"):
+        build_judge({"template": "pointwise_best", "reading": "argmax"}, llm=None, dataset=ds)
     with pytest.raises(SpecError, match=r"judge\.template: missing"):
-        build_scoring_judge({"type": "pointwise"}, llm=None, dataset=ds)
-
-
-def test_calibrated_judge_labels_pairs_with_fitted_cuts_and_counts_defaults(tmp_path):
-    from superb.judges.studies.calibration import FixedCuts, KappaCutSearch
-    from superb.judges.records import read_jsonl, write_jsonl
-
-    ds = TinyDataset(TITLES, TOPICS)
-    with FakeServer(responder=responder) as srv, client(srv) as llm:
-        scorer = build_scoring_judge("superb_product", llm=llm, dataset=ds)
-        with pytest.raises(ValueError, match="not fitted"):
-            CalibratedJudge(scorer, KappaCutSearch())
-        judge = CalibratedJudge(scorer, FixedCuts((0.5, 1.8, 2.5)))
-        records = judge.judge(POOL.iloc[:4])
-    by = {r.docno: r for r in records}
-    assert [by[d].label for d in ("d1", "d2", "d3")] == [1, 3, 2]  # scores 1.75, 2.9, 2.0 (parsed)
-    assert by["d1"].score == pytest.approx(1.75) and by["d1"].status == "ok"
-    assert (by["d4"].label, by["d4"].status, by["d4"].score) == (0, "default", None)
-    assert judge.stats["default_labels"] == 1 and judge.stats["default_unparseable"] == 1
-    assert scorer.stats["fallback_parsed"] == 1
-    write_jsonl(records, tmp_path / "j.jsonl")
-    assert read_jsonl(tmp_path / "j.jsonl") == records
+        build_judge({"type": "pointwise"}, llm=None, dataset=ds)

@@ -24,7 +24,7 @@ def test_the_names_and_their_display_names_are_one_table():
 
 
 def test_importing_the_judges_registers_no_data_set():
-    code = ("import sys, superb.judges.judge, superb.judges.scoring, superb.judges.from_cache, superb.judges.commands.spec, "
+    code = ("import sys, superb.judges.registry, superb.judges.pool, superb.judges.from_cache, superb.judges.commands.spec, "
             "superb.judges.studies.calibration_run, superb.judges.studies.calibration_agreement, superb.eval.table_markdown; "
             "print('ir_datasets' in sys.modules, 'superb.data.splits' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

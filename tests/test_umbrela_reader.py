@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from superb.judges.scoring import DEFAULT, OK, ScoringJudge, build_scoring_judge
+from superb.judges.base import DEFAULT, OK
+from superb.judges.pointwise import PointwiseJudge
+from superb.judges.registry import build_judge
 from superb.llm.answers import UNPARSED, WRITTEN, ExpectedGrade, UmbrelaGrade
 from superb.llm.parsing import parse_umbrela
 from superb.llm.prompts import load_template
@@ -104,8 +106,8 @@ class _Passages:
 
 
 def test_both_umbrela_presets_ask_one_identical_request_on_passages():
-    calibrated = build_scoring_judge("umbrela", llm=None, dataset=_Passages(), name="umbrela")
-    written = build_scoring_judge("umbrela_written", llm=None, dataset=_Passages(), name="umbrela_written")
+    calibrated = build_judge("umbrela", llm=None, dataset=_Passages(), name="umbrela")
+    written = build_judge("umbrela_written", llm=None, dataset=_Passages(), name="umbrela_written")
     a, b = calibrated.request("flea life cycle", "d1"), written.request("flea life cycle", "d1")
     assert a.messages == b.messages and a.template == b.template and a.max_tokens == b.max_tokens == 8
     assert a == ChatRequest.label(UPSTREAM.format(query="flea life cycle", passage=_Passages().doc("d1")["text"]),
@@ -121,6 +123,6 @@ def test_product_presets_without_a_passage_form_are_refused_on_passages():
     from superb.errors import SpecError
 
     with pytest.raises(SpecError, match=r"preset 'superb_product' asks a product prompt; passage presets"):
-        build_scoring_judge("superb_product", llm=None, dataset=_Passages())
-    assert isinstance(build_scoring_judge("yesno", llm=None, dataset=_Passages()), ScoringJudge)
-    assert build_scoring_judge("yesno", llm=None, dataset=_Passages()).template.name == "pointwise_yesno_passage"
+        build_judge("superb_product", llm=None, dataset=_Passages())
+    assert isinstance(build_judge("yesno", llm=None, dataset=_Passages()), PointwiseJudge)
+    assert build_judge("yesno", llm=None, dataset=_Passages()).template.name == "pointwise_yesno_passage"

@@ -34,7 +34,6 @@ import asyncio
 from typing import Any
 
 from superb.llm import ideal
-from superb.llm.ideal import NO_ATTRIBUTES
 from superb.llm.types import ChatRequest, Completion
 from superb.options import OneOf, PositiveInt
 from superb.transformers.base import Candidates, Reranker
@@ -80,7 +79,8 @@ class DeliberatedReranker(Reranker):
         self.label_template = load_template(
             "deliberated_label_confidence" if confidence == "stated" else LABELS[question])
         self.attributes: dict[str, str] = {}  # query text -> generated ideal-product attributes
-        self._pending: dict[str, asyncio.Future] = {}
+        self.step = ideal.IdealStep(self.attributes_template, self.attribute_tokens)  # once per query text
+        self._fallbacks: set[str] = set()
 
     def max_calls(self, n: int) -> int:
         return n + 1 if n else 0  # the ideal product's attributes, then one label request per candidate
@@ -92,27 +92,16 @@ class DeliberatedReranker(Reranker):
     # ---- step 1: the ideal product ------------------------------------------------------------------------------
     def attributes_request(self, query: str) -> ChatRequest:
         """The shared ideal-attributes request (superb.llm.ideal): the deliberated judge asks the same."""
-        return ideal.attributes_request(query, template=self.attributes_template, max_tokens=self.attribute_tokens,
-                                        tag=self.tag)
+        return self.step.request(query, self.tag)
 
     async def ideal_attributes(self, query: str) -> str:
         """The attributes text for ``query``: generated once, then reused (also by concurrent callers)."""
-        if query in self.attributes:
-            return self.attributes[query]
-        if query in self._pending:  # another query id with the same text is generating it right now
-            return await asyncio.shield(self._pending[query])
-        future = asyncio.get_running_loop().create_future()
-        self._pending[query] = future
-        try:
-            text = ideal.read(await self.complete(self.attributes_request(query)))
-            if text is None:
-                self.stats["fallback_attributes_failed"] += 1
-                text = NO_ATTRIBUTES
-            self.attributes[query] = text
-            future.set_result(text)
-            return text
-        finally:
-            del self._pending[query]
+        text, status = await self.step.text(query, self.complete, tag=self.tag)
+        if status != "ok" and query not in self._fallbacks:
+            self._fallbacks.add(query)
+            self.stats["fallback_attributes_failed"] += 1
+        self.attributes[query] = text
+        return text
 
     # ---- step 2: each product against them ------------------------------------------------------------------------
     def label_request(self, query: str, attributes: str, product: str) -> ChatRequest:

@@ -9,7 +9,8 @@ Steps:
 2. pool: the top ``depth`` products of a first stage (``superb.pipelines.first_stage``, BM25 by default) for the
    SOURCE query (``pool_query="source"``; the superlative adds words such as "best" that only add noise to BM25), the
    rewrite (``"rewrite"``), or the union of both (``"both"``, source hits first, duplicates once).
-3. judge: every pooled (rewritten query, product) pair with ``superb.judges.judge.build_judge(judge_options)``.
+3. judge: every pooled (rewritten query, product) pair with ``superb.judges.registry.build_judge(judge_options)``,
+   a judge that gives labels (default: deliberated, its written grade).
 
 Output folder (loadable with ``superb.data.load_dataset(load_config(folder))``, the "local" loader):
   queries.tsv     qid <TAB> superlative query (qid = source qid + "-best")
@@ -33,8 +34,10 @@ from typing import Any
 
 import pandas as pd
 
-from superb.errors import DataError
-from superb.judges.judge import build_judge, run_all
+from superb.errors import DataError, SpecError
+from superb.judges.records import as_judgments
+from superb.judges.registry import build_judge
+from superb.llm.runner import run_all
 from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
 from superb.llm.prompts import load_template
 from superb.llm.types import ChatRequest
@@ -167,7 +170,10 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
     if topics.empty:
         raise ValueError("no topics to rewrite: the topic frame is empty")
     judge_options = dict(judge_options or {"type": "deliberated"})
-    judge = build_judge(judge_options, llm=llm, dataset=dataset, path="judge")
+    judge = build_judge(label_judge_options(judge_options), llm=llm, dataset=dataset, path="judge")
+    if judge.output != "label":
+        raise SpecError("benchmark.judge", f"a benchmark's judge writes labels, and {judge!r} gives a score to be "
+                                           "calibrated; read its written grade (reading = \"grade\")")
     custom_retriever = retriever is not None
     if retriever is None:
         retriever = first_stage(dataset, engine=engine, model=model, depth=depth)
@@ -178,7 +184,7 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
     if pool.empty:
         raise DataError(f"the first stage found no candidates for any of the {len(rewrites)} queries; check the "
                         f"data set's index and pool_query={pool_query!r}")
-    records = judge.judge(pool)
+    records = as_judgments(judge.score_records(pool), judge.default_label)
 
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -218,3 +224,15 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
 
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
+
+
+def label_judge_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A benchmark's judge writes its labels: a pointwise or deliberated judge reads its written grade unless the
+    options name another reading (which must give labels too: "grade" or "written"); a pointwise one asks
+    pointwise_best_product unless they name a template."""
+    out = dict(options)
+    if out.get("type", "pointwise") in ("pointwise", "deliberated") and "preset" not in out:
+        out.setdefault("reading", "grade")
+        if out.get("type", "pointwise") == "pointwise":
+            out.setdefault("template", "pointwise_best_product")  # "is it the product itself" (SUPERB's grades)
+    return out

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from superb.judges.scoring import PRESETS, build_scoring_judge
+from superb.judges.registry import PRESETS, build_judge
 from superb import paths
 from superb.llm.cache import ResponseCache
 from superb.llm.config import LLMConfig
@@ -88,7 +88,7 @@ def score_from_cache(judges: Sequence[str | Mapping[str, Any]], dataset: Any, po
             options = {"preset": spec} if isinstance(spec, str) else {k: v for k, v in spec.items() if k != "name"}
             options.setdefault("fields", list(fields))
             options.setdefault("text_tokens", text_tokens)
-            judge = build_scoring_judge(options, llm=llm, dataset=dataset, name=name, path=f"judges[{name}]")
+            judge = build_judge(options, llm=llm, dataset=dataset, name=name, path=f"judges[{name}]")
             t = time.perf_counter()
             frame = judge.score(pool)
             if "split" in pool.columns:

@@ -77,3 +77,14 @@ def status_counts(judgments: Iterable[Judgment]) -> dict[str, int]:
     for j in judgments:
         counts[j.status] = counts.get(j.status, 0) + 1
     return counts
+
+
+def as_judgments(records: Iterable, default_label: int = 0) -> list[Judgment]:
+    """Judgment records from a LABEL judge's records (superb.judges.base.Scored: the grade is the score): status "ok"
+    for a read grade, "default" for the judge's default grade, "failed" for a failed call (given ``default_label``)."""
+    out = []
+    for r in records:
+        status = FAILED if r.status in ("failed", "missing") else DEFAULT if r.status == "default" else OK
+        label = int(r.score) if r.score is not None else int(default_label)
+        out.append(Judgment(r.qid, r.docno, label, r.confidence, r.raw, r.template, status))
+    return out

@@ -11,6 +11,8 @@ the scoring judges, a plug-in's ``score()``):
   ``strict`` (:func:`superb.llm.parsing.parse_grade`: the judges'). With a ``cue`` (UMBRELA's "final score"), the
   probabilities are read at the grade the answer writes after the cue ("##final score: 2"), not at the first
   position where a digit is merely an alternative.
+- :class:`WrittenGrade`: the grade a pointwise answer writes, read strictly (the generated judges' reading), with
+  P(that grade) as its confidence.
 - :class:`UmbrelaGrade`: the grade an UMBRELA answer writes, read by UMBRELA's own rule
   (:func:`superb.llm.parsing.parse_umbrela`); an answer it cannot read is "unparsed" (UMBRELA gives it 0, flagged).
 - first-identifier probabilities (:func:`first_identifier_probabilities`: P(A), P(B), ... at the first generated
@@ -135,6 +137,31 @@ class ExpectedGrade(_LabelReader):
             return None
         grade = max(dist, key=lambda k: (dist[k], -k))
         return grade, dist[grade]
+
+
+class WrittenGrade:
+    """The grade a pointwise answer writes ("3", "Grade: 2", "2 - almost best"), read strictly
+    (superb.llm.parsing.parse_grade); source "written", or "unparsed". ``confidence``: P(that grade) at the first
+    generated position offering a grade token, when the answer carried probabilities."""
+
+    name = "grade"
+
+    def __init__(self, labels: Sequence[int] = (0, 1, 2, 3)):
+        self.labels = tuple(int(x) for x in labels)
+        self.low, self.high = float(min(self.labels)), float(max(self.labels))
+
+    def __repr__(self) -> str:
+        return f"WrittenGrade(labels={self.labels})"
+
+    def read(self, completion: Any) -> Reading:
+        if completion.failed:
+            return Reading(None, FAILED)
+        grade = parse_grade(completion.text, self.labels)
+        return Reading(None, UNPARSED) if grade is None else Reading(float(grade), WRITTEN)
+
+    def confidence(self, completion: Any, value: float | None) -> float | None:
+        dist = grade_distribution(completion.logprobs, self.labels)
+        return None if dist is None or value is None else dist.get(int(value))
 
 
 class UmbrelaGrade:

@@ -15,6 +15,7 @@ text, hence the same cached grade answers).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from superb.llm.prompts import load_template
@@ -47,3 +48,43 @@ def read(completion: Completion) -> str | None:
     if completion.failed:
         return None
     return normalise(completion.text) or None
+
+
+class IdealStep:
+    """The attribute text of each distinct query text, asked ONCE (concurrent askers of the same text share the one
+    call), for the deliberated reranker and the deliberated judge alike. ``await step.text(query, complete)``:
+    (text, status) with status "ok", or "failed" / "missing" (a failed call, or one a cache-only client could not
+    serve) when ``NO_ATTRIBUTES`` stands in; the caller counts the fallback under its own name."""
+
+    def __init__(self, template: Any = None, max_tokens: int = MAX_TOKENS):
+        self.template = load_template(template or TEMPLATE) if template is None or isinstance(template, str) \
+            else template
+        self.max_tokens = int(max_tokens)
+        self.done: dict[str, tuple[str, str]] = {}
+        self._pending: dict[str, Any] = {}
+
+    def request(self, query: str, tag: str = "") -> ChatRequest:
+        return attributes_request(query, template=self.template, max_tokens=self.max_tokens, tag=tag)
+
+    async def text(self, query: str, complete: Any, *, tag: str = "", missing_error: str | None = None,
+                   on_ask: Any = None) -> tuple[str, str]:
+        """``on_ask()`` is called once, when the request for a new query text is made (to count it); ``tag``: the
+        asker's, for usage accounting."""
+        if query in self.done:
+            return self.done[query]
+        if query not in self._pending:
+            if on_ask is not None:
+                on_ask()
+            self._pending[query] = asyncio.ensure_future(self._ask(query, complete, missing_error, tag))
+        result = await asyncio.shield(self._pending[query])
+        self.done[query] = result
+        self._pending.pop(query, None)
+        return result
+
+    async def _ask(self, query: str, complete: Any, missing_error: str | None, tag: str) -> tuple[str, str]:
+        completion = await complete(self.request(query, tag))
+        text = read(completion)
+        if text is not None:
+            return text, "ok"
+        missing = completion.failed and missing_error is not None and completion.error == missing_error
+        return NO_ATTRIBUTES, "missing" if missing else "failed"

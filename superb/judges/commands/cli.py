@@ -79,7 +79,8 @@ def _cmd_judge(args) -> int:
         counts = result["counts"]
         what = [f"{counts['pairs']} pool pairs"] * bool(spec.variants) + \
             [f"{counts['pairwise_pairs']} pairwise pairs"] * bool(spec.pairwise)
-        return _print_dry_run(result["usage"], f"{spec.name}: {', '.join(what)}", result.get("llm") or {})
+        return _print_dry_run(result["usage"], f"{spec.name}: {', '.join(what)}", result.get("llm") or {},
+                              result.get("ceilings"))
     if spec.benchmark is not None:
         print(f"{spec.name}: benchmark of {result['counts']['queries']} queries, {result['counts']['judgments']} "
               f"judged pairs, labels {result['counts']['labels']}, rewrites {result['stats']}")
@@ -125,13 +126,17 @@ def _page(folder: Path) -> None:
         print(f"superb: report.html not written ({exc}); `superb report {folder}` writes it", file=sys.stderr)
 
 
-def _print_dry_run(usage: dict, what: str, llm_info: dict) -> int:
+def _print_dry_run(usage: dict, what: str, llm_info: dict, ceilings: dict | None = None) -> int:
+    """The dry run's table: per tag the calls a real run would make, the cache hits, the prompt tokens and, for a
+    judge, ``at_most``: the most requests its pairs can make whatever the answers (its max_calls)."""
     calls = hits = tokens = 0
-    print(f"{'tag':40} {'calls':>8} {'cache hits':>10} {'prompt tokens':>14}")
+    ceilings = ceilings or {}
+    print(f"{'tag':40} {'calls':>8} {'at_most':>8} {'cache hits':>10} {'prompt tokens':>14}")
     for tag, row in sorted(usage.items()):
         c, h, t = int(row.get("calls", 0)), int(row.get("cache_hits", 0)), int(row.get("prompt_tokens", 0))
         calls, hits, tokens = calls + c, hits + h, tokens + t
-        print(f"{tag:40} {c:8d} {h:10d} {t:14d}")
+        most = str(ceilings[tag]) if tag in ceilings else "-"
+        print(f"{tag:40} {c:8d} {most:>8} {h:10d} {t:14d}")
     print(f"dry run ({what}): {calls} calls a real run would make ({tokens} prompt tokens, estimated), {hits} "
           "requests served by the response cache; nothing was called or written")
     print(time_line(tokens, llm_info))

@@ -41,24 +41,21 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from superb.atomic import replacing
 from superb.errors import DataError, SpecError
 from superb.run.experiment import select_topics
-from superb.judges.agreement import per_label
-from superb.judges.judge import build_judge
-from superb.judges.records import status_counts, write_jsonl, write_qrels_trec
-from superb.judges.agreement_report import (agreement_frame, aligned, ceiling_rows, confusion_heatmap, format_markdown,
-                                  judge_rows)
+from superb.judges.agreement_report import agreement_frame, ceiling_rows, confusion_heatmap, format_markdown
 from superb.eval.measures import parse_measures
 from superb.judges.agreement import others_consensus
 from superb.judges.benchmark import build_benchmark
-from superb.judges.commands.spec import JudgeSpec
+from superb.judges.bootstrap import QueryBootstrap
+from superb.judges.commands.spec import JudgeSpec, load_judge_spec
 from superb.judges.fill.label import top_pairs
 from superb.judges.pool import PoolCounts, select_pool as pool_pairs
-from superb.judges.studies.calibration_run import check_pool, run_scoring, split_pool
+from superb.judges.records import OK, Judgment
+from superb.judges.studies.calibration_run import run_scoring
 from superb.judges.studies.label_run import run_label_study, study_systems
 from superb.judges.studies.orderings import orderings_study, write_orderings
 from superb.judges.studies.pairwise import default_field_sets, format_table, given_pairs, pairwise_study, sample_pairs
@@ -117,9 +114,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None, mod
     if pool.empty:
         raise DataError("the pool is empty: the selected queries have no pairs to judge; check [queries] and [pool]"
                         + (f". {counts.sentence()}" if counts.rows else ""))
-    dev = fit_on(spec) if spec.scoring else None  # another collection's pairs fit the cut points (before any call)
-    if spec.scoring and dev is None:
-        check_pool(split_pool(pool))  # before any call
+    dev = fit_on(spec) if spec.variants else None  # another collection's pairs fit the cut points (before any call)
     if mode == "dry_run":
         with tempfile.TemporaryDirectory(prefix="superb-judge-dry-run-") as scratch:
             return _run(spec, dataset, topics, pool, Path(scratch), llm=llm, mode=mode, t0=t0, systems=systems,
@@ -140,7 +135,10 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
         pool.to_csv(out / "pool.tsv", sep="\t", index=False)
         if counts.rows:
             counts.frame().to_csv(out / "pool_coverage.csv", index=False)
-    rows, variants, labelled, pool_labels = [], {}, {}, {}
+    rows: list = []
+    variants: dict[str, Any] = {}
+    pool_labels: dict[str, pd.DataFrame] = {}
+    ceilings: dict[str, int] = {}
     log = None
     with ExitStack() as stack:
         llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
@@ -148,47 +146,23 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
             llm, llm_info = open_for_spec(spec.llm, stack, dry_run=mode != "live")
             if mode == "from_cache":
                 llm_info["endpoint"] = "none: answers from the response cache alone (--from-cache)"
-        generated = [(name, build_judge(options, llm=llm, dataset=dataset, path=f"judge[{name}]"))
-                     for name, options in spec.generated]  # every judge built (and checked) before any call
-        for _, judge in generated:
-            _check_scale(judge.labels, dataset.labels, spec.label_map)
-        if spec.scoring:
+        if spec.variants:  # every judge, score or label (superb.judges.base): one study, dev pairs first
             scored = run_scoring(spec, dataset, llm, pool, out, model=llm_info.get("model"), dev=dev)
-            labelled.update({k: v for k, v in scored.pop("labelled").items() if v})
             pool_labels.update(scored.pop("pool_labels"))
+            ceilings = scored.pop("ceilings")
             variants["calibrated"] = scored
-        for (name, options), (_, judge) in zip(spec.generated, generated):
-            t = time.perf_counter()
-            records = labelled[name] = judge.judge(pool)
-            pool_labels[name] = pd.DataFrame([(j.qid, j.docno, int(j.label)) for j in records if j.status == "ok"],
-                                             columns=["qid", "docno", "label"])
-            seconds = time.perf_counter() - t
-            folder = out / name
-            folder.mkdir(exist_ok=True)
-            write_qrels_trec(records, folder / "qrels.trec")
-            write_jsonl(records, folder / "judgments.jsonl")
-            rows += judge_rows(name, records, qrels, ratings, dataset.labels, rel, spec.label_map)
-            both = aligned(records, qrels, "label", spec.label_map)
-            if len(both):
-                per_label(both["human"], both["judge"], dataset.labels).to_csv(folder / "per_label.csv", index=False)
-                confusion_heatmap(both["human"], both["judge"], dataset.labels, folder / "confusion.png",
-                                  f"{spec.name}: {name} (n={len(both)})")
-            variants[name] = {"options": options, "templates": judge.template_ids(), "stats": dict(judge.stats),
-                              "status": status_counts(records), "seconds": round(seconds, 2),
-                              "ideals": getattr(judge, "ideals", None)}
         if spec.pairwise:
             variants["pairwise_study"] = _pairwise(spec, dataset, llm, topics, out)
         if hasattr(llm, "usage"):
             llm_info["usage"] = _jsonable(llm.usage.to_dict())
         if mode == "dry_run":
             return {"usage": llm.usage.to_dict() if hasattr(llm, "usage") else {}, "llm": llm_info,
+                    "ceilings": ceilings,
                     "counts": {"queries": len(topics), "pairs": len(pool) if spec.variants else 0,
                                "pairwise_pairs": (variants.get("pairwise_study") or {}).get("pairs", 0)}}
 
         log = response_log(llm)
     if ratings is not None:
-        if spec.generated:
-            rows += ceiling_rows(ratings, dataset.labels, rel, pool, scope="judged pairs")
         rows += ceiling_rows(ratings, dataset.labels, rel, None, scope="all rated pairs")
         _rater_heatmaps(ratings, dataset.labels, out, spec.name)
     table = agreement_frame(rows)
@@ -206,6 +180,7 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
     if spec.label_study is not None and spec.label_study.depth is not None:
         variants["label_study"] = _orderings(spec, systems, topics, qrels, pool, pool_labels, rel, out)
     elif spec.label_study is not None:
+        labelled = {name: pool_judgments(frame) for name, frame in pool_labels.items() if len(frame)}
         if labelled:
             variants["label_study"] = run_label_study(spec.label_study, systems, topics=topics, pool=pool,
                                                       human=qrels, variants=labelled, rel=rel,
@@ -226,11 +201,17 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
     return {"folder": str(out), "agreement": table, "variants": variants}
 
 
+def pool_judgments(labels: pd.DataFrame) -> list[Judgment]:
+    """A judge's labels of the pool pairs (qid, docno, label[, score]) as Judgment records, for the label study."""
+    return [Judgment(str(r.qid), str(r.docno), int(r.label), None, "", "", OK,
+                     score=float(r.score) if "score" in labels.columns else None)
+            for r in labels.itertuples(index=False)]
+
+
 def fit_on(spec: JudgeSpec) -> tuple[Any, pd.DataFrame] | None:
     """(data set, pool) of the judge spec [calibration] fit_on names: its pool (with its label study's pooled top
     depth) on its own queries, whose human-labelled pairs fit the cut points; None without fit_on."""
     from superb.data import load_dataset
-    from superb.judges.commands.spec import load_judge_spec
 
     path = spec.calibration.fit_on
     if path is None:
@@ -252,8 +233,6 @@ def _orderings(spec: JudgeSpec, systems: tuple, topics: pd.DataFrame, qrels: pd.
                labels: dict, rel: int, out: Path) -> dict:
     """[label_study] depth = D: the systems' orderings under the human qrels and each judge's LLM qrels of the
     pooled top D (superb.judges.studies.orderings)."""
-    from superb.judges.bootstrap import QueryBootstrap
-
     ls = spec.label_study
     runs, baselines, info = systems
     top = pool[pool["why"].str.contains(f"top {ls.depth}", regex=False)][["qid", "docno"]]
@@ -404,15 +383,6 @@ def _rater_heatmaps(ratings: pd.DataFrame, labels, out: Path, name: str) -> None
         confusion_heatmap(consensus, ratings[col], labels, out / "humans" / f"{col}_vs_others.png",
                           f"{name}: {col} vs the other raters (n={len(ratings)})",
                           axes=("other raters' consensus", col))
-
-
-def _check_scale(judge_labels, human_labels, label_map) -> None:
-    mapped = {label_map.get(x, x) for x in judge_labels}
-    outside = sorted(mapped - set(human_labels))
-    if outside:
-        raise SpecError("agreement.label_map", f"judge labels {list(judge_labels)} map to {sorted(mapped)}, but the "
-                                               f"human scale is {list(human_labels)} ({outside} outside it); map "
-                                               "them, e.g. label_map = {{ \"3\" = 2 }}")
 
 
 def _spec_dict(spec: JudgeSpec) -> dict:

@@ -139,20 +139,6 @@ class JudgeSpec:
     benchmark: BenchmarkSpec | None = None
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
 
-    @property
-    def scoring(self) -> tuple[tuple[str, dict[str, Any]], ...]:
-        """The scoring variants (presets, readings, ensembles): calibrated on dev pairs, reported on test pairs."""
-        return tuple(v for v in self.variants if is_scoring(v[1]))
-
-    @property
-    def generated(self) -> tuple[tuple[str, dict[str, Any]], ...]:
-        """The variants whose label is the model's answer (pointwise, deliberated, listwise, pairwise judges)."""
-        return tuple(v for v in self.variants if not is_scoring(v[1]))
-
-
-def is_scoring(options: dict[str, Any]) -> bool:
-    """A scoring judge's options: a preset, a reading, or an ensemble of scoring judges."""
-    return "preset" in options or "reading" in options or options.get("type") == "ensemble"
 
 
 def load_judge_spec(path: str | Path) -> JudgeSpec:
@@ -173,9 +159,6 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
     errors.part(typed, raw, "llm", dict, "", default=None)
     errors.part(_check_beside, raw)
     variants = errors.part(_parse_judge, raw["judge"]) if "judge" in raw else ()
-    if variants is not None and "calibration" in raw and not any(is_scoring(o) for _, o in variants):
-        errors.found.append(SpecError("calibration", "[calibration] applies to scoring judges (a variant with a "
-                                      "preset, a reading or type = \"ensemble\"); this spec has none"))
     parts = {
         "queries": errors.part(parse_queries, raw.get("queries", {})),
         "pool": errors.part(_parse_pool, raw.get("pool", {})),
@@ -238,11 +221,12 @@ def _parse_judge(table: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
     shared = {k: v for k, v in table.items() if k != "variants"}
     variants = table.get("variants")
     if variants is None:
-        if is_scoring(shared) and shared.get("type") != "ensemble":
-            return ((str(shared.get("preset", "judge")), _checked(shared, shared, {}, path)),)
-        if "type" not in shared:
-            raise SpecError(f"{path}.type", "required key is missing (pointwise | deliberated | listwise | pairwise)")
-        return ((str(shared["type"]), _checked(shared, shared, {}, path)),)
+        if shared.get("type") == "ensemble":
+            raise SpecError(f"{path}.type", "an ensemble averages other judges: list them as [[judge.variants]]")
+        if "type" not in shared and "preset" not in shared:
+            raise SpecError(f"{path}.type", "required key is missing (pointwise | deliberated | listwise | pairwise, a "
+                                            "judge of your own, or a preset)")
+        return ((str(shared.get("preset", shared.get("type"))), _checked(shared, shared, {}, path)),)
     if not isinstance(variants, list) or not variants:
         raise SpecError(f"{path}.variants", "expected a non-empty array of tables ([[judge.variants]])")
     out: list[tuple[str, dict[str, Any]]] = []
@@ -271,20 +255,19 @@ def _parse_variant(v: Any, vpath: str, shared: dict, earlier: list, seen: set) -
         raise SpecError(f"{vpath}.name", f"{vname!r} must be a plain name; it names a results subfolder")
     if vname in seen:
         raise SpecError(f"{vpath}.name", f"{vname!r} is used twice; give each variant its own name")
-    if "type" not in options and not is_scoring(options):
-        raise SpecError(f"{vpath}.type", "required key is missing (here or in [judge])")
+    if "type" not in options and "preset" not in options:
+        raise SpecError(f"{vpath}.type", "required key is missing (here or in [judge]): a judge type or a preset")
     return vname, _checked(options, v, shared, vpath)
 
 
 def _checked(options: dict, own: dict, shared: dict, vpath: str) -> dict:
-    """``options`` (a variant's own table ``own`` over the shared [judge] ``shared``) read now by its judge's reader
-    (superb.judges.judge / superb.judges.scoring: no data set or model needed), so a bad option is refused when the
-    spec is read; the error names the table that holds the key (``judge.KEY`` or ``judge.variants[i].KEY``)."""
-    from superb.judges.judge import read_judge_options
-    from superb.judges.scoring import read_scoring_options
+    """``options`` (a variant's own table ``own`` over the shared [judge] ``shared``) read now by the registry
+    (superb.judges.registry: no data set or model needed), so a bad option is refused when the spec is read; the
+    error names the table that holds the key (``judge.KEY`` or ``judge.variants[i].KEY``)."""
+    from superb.judges.registry import read_judge_options
 
     try:
-        (read_scoring_options if is_scoring(options) else read_judge_options)(options, "judge")
+        read_judge_options(options, "judge")
     except SpecError as err:
         key = err.path[len("judge."):] if err.path.startswith("judge.") else ""
         where = "judge" if key.split(".")[0] in shared and key.split(".")[0] not in own else vpath
@@ -293,8 +276,7 @@ def _checked(options: dict, own: dict, shared: dict, vpath: str) -> dict:
 
 
 def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str, dict[str, Any]]:
-    """An ensemble variant: the mean of earlier SCORING variants' normalised scores
-    (superb.judges.studies.calibration)."""
+    """An ensemble variant: the mean of earlier variants' normalised scores (superb.judges.studies.calibration)."""
     check_keys(v, vpath, required={"type", "members"}, optional=ENSEMBLE_KEYS)
     vname = v.get("name", "ensemble")
     if not isinstance(vname, str) or not _NAME_RE.match(vname):
@@ -302,12 +284,12 @@ def _parse_ensemble(v: dict, vpath: str, earlier: list, seen: set) -> tuple[str,
     if vname in seen:
         raise SpecError(f"{vpath}.name", f"{vname!r} is used twice; give each variant its own name")
     members = v["members"]
-    scoring = [n for n, o in earlier if is_scoring(o) and o.get("type") != "ensemble"]
+    scoring = [n for n, o in earlier if o.get("type") != "ensemble"]
     if not isinstance(members, list) or len(members) < 2 or len(set(members)) != len(members):
         raise SpecError(f"{vpath}.members", f"expected at least two different variant names, found {members!r}")
     unknown = [m for m in members if m not in scoring]
     if unknown:
-        raise SpecError(f"{vpath}.members", f"{unknown} are not scoring variants listed before the ensemble; "
+        raise SpecError(f"{vpath}.members", f"{unknown} are not judge variants listed before the ensemble; "
                                             f"those are {scoring}")
     normaliser = v.get("normaliser", "rank")
     if normaliser not in NORMALISERS:

@@ -191,9 +191,10 @@ def parse_benchmark(table: Any) -> BenchmarkSpec:
     if not isinstance(judge, dict) or "type" not in judge:
         raise SpecError(f"{path}.judge", f"expected a table of judge options with a type, e.g. "
                                          f"{{ type = \"deliberated\" }}, found {judge!r}")
-    from superb.judges.judge import read_judge_options
+    from superb.judges.benchmark import label_judge_options
+    from superb.judges.registry import read_judge_options
 
-    read_judge_options(judge, f"{path}.judge")  # refused when the spec is read, not after the first stage ran
+    read_judge_options(label_judge_options(judge), f"{path}.judge")  # refused when the spec is read
     defaults = BenchmarkSpec()
     return BenchmarkSpec(depth=typed(table, "depth", int, path, default=defaults.depth, minimum=1),
                          engine=table.get("engine", defaults.engine), model=table.get("model", defaults.model),

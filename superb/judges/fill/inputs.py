@@ -13,7 +13,7 @@ import pandas as pd
 
 from superb.errors import SpecError
 from superb.run.experiment import ExperimentResult, PipelineResult
-from superb.judges.scoring import PRESETS
+from superb.judges.registry import PRESETS
 
 SCOPES = ("all", "unjudged")
 LLM_QRELS, FINGERPRINT, LABELS_FILE, VIEWS_FILE = "llm_qrels.trec", "llm_qrels.json", "llm_labels.tsv", "views.md"

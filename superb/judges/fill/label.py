@@ -8,7 +8,7 @@ cache hit) and the folder's data set.
 
 The judge (``--judge``, default umbrela: not a reranker's default prompt; a judge that is the model of the LLM
 rerankers under test, or asks one of their prompts, is flagged as circular in table.md, views.md and the README
-section: superb.judges.fill.write.circularity): a scoring preset (superb.judges.scoring.PRESETS) or an ensemble
+section: superb.judges.fill.write.circularity): a scoring preset (superb.judges.registry.PRESETS) or an ensemble
 "a+b" of presets (mean of rank-normalised scores). Its cut points are fitted on the data set's DEV-split rated pairs
 (KappaCutSearch, linear-weighted kappa against the combined human label; the same fit as `superb judge`'s calibrated
 study, so with the same cache the same cut points; ``--dev-sample N``: a seeded sample of N dev queries instead),
@@ -60,7 +60,7 @@ from superb.errors import DataError
 from superb.judges.fill.inputs import FillOptions, Folder
 from superb.judges.fill.write import write_fill
 from superb.judges.from_cache import rated_pool
-from superb.judges.scoring import build_scoring_judge
+from superb.judges.registry import build_judge
 from superb.judges.studies.calibration import Ensemble, KappaCutSearch
 from superb.llm.connect import open_for_spec
 from superb.llm.ship import response_log
@@ -115,7 +115,7 @@ class FittedJudge:
 
     def __init__(self, members: list[str], *, llm: Any, dataset: Any, weights: str = "linear"):
         self.names = members
-        self.scorers = {m: build_scoring_judge(m, llm=llm, dataset=dataset, name=m, path=f"--judge {m}")
+        self.scorers = {m: build_judge(m, llm=llm, dataset=dataset, name=m, path=f"--judge {m}")
                         for m in members}
         self.ensemble = Ensemble(members) if len(members) > 1 else None
         self.calibration = KappaCutSearch(weights=weights)

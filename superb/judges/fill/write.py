@@ -62,7 +62,7 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
     from superb.judges.bootstrap import QueryBootstrap
     from superb.judges.pair_agreement import markdown_cells, markdown_header
     from superb.judges.studies.label import label_study
-    from superb.judges.studies.label_run import _all_verdicts
+    from superb.judges.studies.label import all_verdicts
 
     measures = study_measures(ev_measures, depth)
     if not measures:
@@ -82,7 +82,7 @@ def label_study_rows(folder: Folder, ev_measures, views: dict[str, pd.DataFrame]
                             alpha=ev.alpha, seed=folder.spec.seed, n_resamples=ev.n_resamples,
                             bootstrap=QueryBootstrap(bootstrap, seed=seed),
                             judge_ranked=judge_ranked)
-        every = _all_verdicts(study)
+        every = all_verdicts(study)
         taus.append(study.tau.assign(labels=name, n_queries=len(kept)))
         verdicts.append(every.assign(labels=name))
         pairs.append(study.pairs.assign(labels=name))

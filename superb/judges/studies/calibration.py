@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from superb.judges.agreement import LABELS, WEIGHTS, _disagreement_weights
+from superb.judges.agreement import LABELS, WEIGHTS, _disagreement_weights, cohen_kappa
 
 CHUNK = 50_000  # cut-point choices scored per vectorised step
 
@@ -107,8 +107,6 @@ class WrittenLabels(FixedCuts):
         return "WrittenLabels()"
 
     def fit(self, scores, human) -> "WrittenLabels":
-        from superb.judges.agreement import cohen_kappa
-
         self.n_dev = len(scores)
         if self.n_dev:
             self.dev_kappa = cohen_kappa(list(human), self.apply(scores).tolist(), self.labels, "linear")

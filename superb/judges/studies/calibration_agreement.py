@@ -248,10 +248,10 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
     for name, m in merged.items():
         scored = m[m["score"].notna()]
         dev, test = scored[scored["split"] == "dev"], scored[scored["split"] == "test"]
-        if dev["qid"].nunique() < 2:
+        own = fixed.get(name) if fixed else None
+        if own is None and dev["qid"].nunique() < 2:
             notes.append(f"{name}: not calibrated ({len(dev)} dev pairs scored, from {dev['qid'].nunique()} queries)")
             continue
-        own = fixed.get(name) if fixed else None
         make = make_calibrator if own is None else (lambda **_: own)
         calibrator = make().fit(dev["score"], dev[FINAL])
         calibrations[name] = calibrator
@@ -262,10 +262,13 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
         extra = {"cuts": calibrator.describe(), "dev_n": len(dev), "dev_queries": dev["qid"].nunique(),
                  "dev_fit_kappa_linear": getattr(calibrator, "dev_kappa", np.nan),
                  "unscored": int((m["split"] == "test").sum() - len(test))}
-        cv = cross_validated_labels(dev, make, folds, seed)
-        rows += _rows(name, "dev-cv", dev, cv, raters, bootstrap, labels,
-                      {**extra, "unscored": int((m["split"] == "dev").sum() - len(dev))}, reference)
-        parts = [dev[["qid", "docno", "split", "score"]].assign(label=cv)]
+        parts = []
+        if dev["qid"].nunique() >= 2 or (own is not None and len(dev)):
+            # a written grade is its label on dev as on test: its "dev" rows; a fitted score: out-of-fold labels
+            cv = cross_validated_labels(dev, make, folds, seed) if own is None else calibrator.apply(dev["score"])
+            rows += _rows(name, "dev-cv" if own is None else "dev", dev, cv, raters, bootstrap, labels,
+                          {**extra, "unscored": int((m["split"] == "dev").sum() - len(dev))}, reference)
+            parts.append(dev[["qid", "docno", "split", "score"]].assign(label=cv))
         if len(test):
             predicted = calibrator.apply(test["score"])
             rows += _rows(name, "test", test, predicted, raters, bootstrap, labels, extra, reference)
@@ -275,7 +278,12 @@ def calibrated_agreement(scores: Mapping[str, pd.DataFrame], ratings: pd.DataFra
             confusions[name] = {a: confusion_matrix(test[a], predicted, labels) for a in [FINAL] + raters}
         else:
             notes.append(f"{name}: no test pair scored yet; only the dev cross-validation rows")
-        out_labels[name] = pd.concat(parts, ignore_index=True)
+        if own is not None and len(dev) and len(test):  # nothing fitted: every scored pair measures it alike
+            every = pd.concat([dev, test], ignore_index=True)
+            rows += _rows(name, "all", every, calibrator.apply(every["score"]), raters, bootstrap, labels,
+                          {**extra, "unscored": int(len(m) - len(every))}, reference)
+        if parts:
+            out_labels[name] = pd.concat(parts, ignore_index=True)
     for split in DEV_TEST:
         part = rated[rated["split"] == split]
         if part.empty:
@@ -360,10 +368,12 @@ def format_markdown(study: CalibratedStudy) -> str:
     for _, r in study.coverage.iterrows():
         statuses = ", ".join(f"{c} {int(r[c])}" for c in status_cols if r[c])
         cov.append(f"| {r['judge']} | {r['split']} | {int(r['pairs'])} | {int(r['scored'])} | {statuses} |")
-    notes = NOTES_RATED if t["judge"].astype(str).str.startswith("human").any() else NOTES_ONE_LABEL
-    if (t.get("cuts") == "written grade").any():
+    rated = "judge" in t.columns and t["judge"].astype(str).str.startswith("human").any()
+    notes = NOTES_RATED if rated else NOTES_ONE_LABEL
+    if "cuts" in t.columns and (t["cuts"] == "written grade").any():
         notes += (" Rows whose cut points say 'written grade': the judge's own written grade is its label (nothing "
-                  "fitted; UMBRELA's reading), so its dev-cv and test rows use the same rule.")
+                  "fitted: UMBRELA's reading, or a listwise or pairwise judge's grade), so its dev, test and all rows "
+                  "(every pair it scored) measure the same rule.")
     extra = "".join(f"- {n}\n" for n in study.notes)
     return ("\n".join(lines) + "\n\n" + notes + "\n\n## Coverage\n\n" + "\n".join(cov) + "\n"
             + (f"\n## Notes\n\n{extra}" if extra else ""))

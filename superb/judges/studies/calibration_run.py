@@ -1,6 +1,6 @@
 """The scoring judges of `superb judge SPEC`: dev-calibrated labels, reported on the test-split pairs.
 
-A spec's scoring variants (a ``preset`` of superb.judges.scoring.PRESETS, or type + template + ``reading``; and
+A spec's judge variants (a ``preset`` of superb.judges.registry.PRESETS, or a type and its options; and
 ``type = "ensemble"`` over earlier ones) each score every pool pair from label probabilities. The pool's pairs are
 split by query (superb.data.splits.split_of); the cut points that turn a score into a label 0..3 are fitted on the
 DEV pairs (maximising [calibration] weights' kappa against the combined human label) and applied unchanged to the
@@ -34,8 +34,9 @@ from typing import Any
 import pandas as pd
 
 from superb.errors import DataError, SpecError
-from superb.judges.records import Judgment, OK
-from superb.judges.scoring import build_scoring_judge
+from superb.judges.base import scores_frame
+from superb.judges.records import as_judgments, write_jsonl
+from superb.judges.registry import build_judge
 
 
 def build_scorers(variants, *, llm: Any, dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -47,7 +48,7 @@ def build_scorers(variants, *, llm: Any, dataset: Any) -> tuple[dict[str, Any], 
         if options.get("type") == "ensemble":
             ensembles[name] = Ensemble(options["members"], normaliser=options.get("normaliser", "rank"))
             continue
-        judges[name] = build_scoring_judge(options, llm=llm, dataset=dataset, name=name, path=f"judge[{name}]")
+        judges[name] = build_judge(options, llm=llm, dataset=dataset, name=name, path=f"judge[{name}]")
     return judges, ensembles
 
 
@@ -80,7 +81,8 @@ def check_pool(pool: pd.DataFrame) -> None:
 def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path, *, model: str | None,
                 dev: tuple[Any, pd.DataFrame] | None = None) -> dict:
     """Score the pool with every scoring variant, calibrate on dev, report on test; write the files of the module
-    docstring. Returns what provenance.json records, and the test labels as Judgment records (``labelled``).
+    docstring. Returns what provenance.json records, and each judge's label of every pool pair it scored
+    (``pool_labels``: :func:`label_pool`).
     ``dev``: (data set, pool) of ANOTHER collection whose human-labelled pairs fit the cut points ([calibration]
     fit_on); every pair of ``pool`` is then a test pair."""
     from superb.data.splits import DEV_TEST
@@ -92,7 +94,6 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
     split_of = None
     if dev is None:
         pool = split_pool(pool)
-        check_pool(pool)
     else:
         dev_dataset, dev_pool = dev
         pool, dev_pool = pool.assign(split="test"), dev_pool.assign(split="dev")
@@ -104,13 +105,19 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
         ratings = pd.concat([dev_labels, ratings], ignore_index=True)
         split_of = dict([*((q, "dev") for q in dev_pool["qid"].astype(str)),
                          *((q, "test") for q in ratings["qid"].astype(str) if q not in set(dev_pool["qid"]))]).get
-        dev_judges, _ = build_scorers(spec.scoring, llm=llm, dataset=dev_dataset)
-    judges, ensembles = build_scorers(spec.scoring, llm=llm, dataset=dataset)
+        dev_judges, _ = build_scorers(spec.variants, llm=llm, dataset=dev_dataset)
+    judges, ensembles = build_scorers(spec.variants, llm=llm, dataset=dataset)
+    if dev is None and (ensembles or any(j.output == "score" for j in judges.values())):
+        check_pool(pool)  # a score is calibrated on dev pairs: refused before any call when there are none
     scores, info = {}, {}
+    every_pool = pool if dev is None else pd.concat([dev_pool, pool], ignore_index=True)
+    pairs = every_pool[["qid", "docno"]].drop_duplicates()
+    ceilings = {judge.tag: judge.max_calls(len(pairs), pairs["qid"].nunique()) for judge in judges.values()}
     for name, judge in judges.items():
         t = time.perf_counter()
-        frame = judge.score(pool).merge(pool[["qid", "docno", "split"]].drop_duplicates(["qid", "docno"]),
-                                        on=["qid", "docno"], how="left")
+        records = judge.score_records(pool)
+        frame = scores_frame(records).merge(pool[["qid", "docno", "split"]].drop_duplicates(["qid", "docno"]),
+                                            on=["qid", "docno"], how="left")
         if dev is not None:  # the other collection's pairs: the dev pairs, scored first in the file
             fitted = dev_judges[name].score(dev_pool).merge(
                 dev_pool[["qid", "docno", "split"]].drop_duplicates(["qid", "docno"]), on=["qid", "docno"])
@@ -118,9 +125,13 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
         frame[["qid", "docno", "split", "score", "status"]].to_csv(folder / "scores.tsv", sep="\t", index=False)
+        if judge.output == "label":  # a label judge's records with its raw answers (superb.judges.records)
+            write_jsonl(as_judgments(records, getattr(judge, "default_label", 0)), folder / "judgments.jsonl")
         scores[name] = frame
         info[name] = {"templates": judge.template_ids(), "stats": dict(judge.stats),
                       "seconds": round(time.perf_counter() - t, 2), "ideals": getattr(judge, "ideals", None) or None}
+        if judge.plugin is not None:  # a judge of one's own: its file and sha256 (or distribution), in provenance
+            info[name]["plugin"] = judge.plugin
     every = pool if dev is None else pd.concat([dev_pool, pool], ignore_index=True)
     keys = every[["qid", "docno"]].drop_duplicates()
     rated = ratings.merge(keys, on=["qid", "docno"])
@@ -128,7 +139,7 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
         raise DataError("no pool pair has a human label: scoring judges are calibrated against one; use [pool] "
                         "source = \"qrels\" (or \"ratings\")")
     cal = spec.calibration
-    written = {name: WrittenLabels() for name, judge in judges.items() if getattr(judge, "written", False)}
+    written = {name: WrittenLabels() for name, judge in judges.items() if judge.output == "label"}
     study = calibrated_agreement(scores, rated, ensembles=ensembles,
                                  make_calibrator=partial(KappaCutSearch, weights=cal.weights),
                                  bootstrap=QueryBootstrap(cal.bootstrap, seed=spec.seed), folds=cal.folds,
@@ -143,15 +154,14 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
     fingerprint = {name: {k: v for k, v in entry.items() if k != "seconds"} for name, entry in record.items()}
     (out / "calibration.json").write_text(json.dumps(fingerprint, indent=2, ensure_ascii=False) + "\n",
                                           encoding="utf-8")  # wall-clock seconds: provenance.json only (they vary)
-    labelled = {name: test_judgments(frame, record.get(name, {})) for name, frame in study.labels.items()}
     mine = set(pool["qid"].astype(str))  # this collection's pairs (not those of a fit_on collection)
     pool_labels = {name: label_pool(scores[name][scores[name]["qid"].astype(str).isin(mine)], study.labels[name],
                                     calibrator)
-                   for name, calibrator in study.calibrations.items() if name in scores}
+                   for name, calibrator in study.calibrations.items() if name in scores and name in study.labels}
     for name, frame in pool_labels.items():
         write_qrels(frame, out / name / "llm_qrels.trec")
     return {"judges": record, "pairs": {s: int((every["split"] == s).sum()) for s in DEV_TEST},
-            "labelled": labelled, "pool_labels": pool_labels}
+            "pool_labels": pool_labels, "ceilings": ceilings}
 
 
 def judge_differences(labels: dict[str, pd.DataFrame], reference: pd.DataFrame, bootstrap: Any) -> pd.DataFrame:
@@ -235,6 +245,8 @@ def calibration_record(study, info: dict, ensembles: dict, *, model: str | None,
             entry["templates"] = info[name]["templates"]
             entry["stats"] = info[name]["stats"]
             entry["seconds"] = info[name]["seconds"]
+            if "plugin" in info[name]:
+                entry["plugin"] = info[name]["plugin"]
         if calibrator is not None:
             entry.update({"cuts": list(calibrator.cuts), "weights": getattr(calibrator, "weights", weights),
                           "dev_n": calibrator.n_dev,
@@ -262,12 +274,3 @@ def coverage_notes(record: dict) -> list[str]:
         if dev["scored"] < dev["pairs"]:
             notes.append(f"{name}: cut points fitted on {dev['scored']:,} of {dev['pairs']:,} dev pairs")
     return notes
-
-
-def test_judgments(frame: pd.DataFrame, entry: dict) -> list:
-    """The calibrated TEST labels of one judge as Judgment records (for the spec's [label_study])."""
-
-    template = ";".join(f"{k}={v}" for k, v in sorted((entry.get("templates") or {}).items()))
-    test = frame[frame["split"] == "test"]
-    return [Judgment(str(r.qid), str(r.docno), int(r.label), None, "", template, OK, score=float(r.score))
-            for r in test.itertuples(index=False)]

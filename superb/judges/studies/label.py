@@ -144,3 +144,17 @@ def label_study(runs: Mapping[str, pd.DataFrame], qrels_a: pd.DataFrame, qrels_b
                       pairs=pairs,
                       flips=verdict_flips(tables[names[0]], tables[names[1]], names), names=tuple(names),
                       queries=topic)
+
+
+def all_verdicts(study) -> pd.DataFrame:
+    """Every tested (system, baseline, measure) verdict of a LabelStudy under both label sets, with ``flipped``: the
+    conclusion changed (better / worse / no significant difference)."""
+    every = verdict_flips(study.tables["human"], study.tables["judge"], ("human", "judge"), only_flips=False)
+    every = every[every["verdict_human"].ne("") | every["verdict_judge"].ne("")]
+    flipped = every["verdict_human"].map(conclusion) != every["verdict_judge"].map(conclusion)
+    return every.assign(flipped=flipped).reset_index(drop=True)
+
+
+def conclusion(verdict: str) -> str:
+    """A verdict as a conclusion: "better", "worse", or no significant difference ("n.s." and "identical" alike)."""
+    return verdict if verdict in ("better", "worse") else "no difference"

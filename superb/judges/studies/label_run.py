@@ -34,7 +34,7 @@ from superb.run.experiment import run_systems
 from superb.judges.commands.spec_studies import LabelStudySpec
 from superb.judges.pair_agreement import markdown_cells, markdown_header
 from superb.judges.records import Judgment
-from superb.judges.studies.label import label_study, verdict_flips
+from superb.judges.studies.label import all_verdicts, label_study
 from superb.trec.runs import read_run
 from superb.run.spec import PipelineSpec
 
@@ -141,7 +141,7 @@ def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame,
         study = label_study(runs, h, j, measures, baselines, names=("human", "judge"), queries=queries,
                             condensed=ls.condensed, test=ls.test, correction=ls.correction, alpha=ls.alpha,
                             n_resamples=ls.n_resamples)
-        every = _all_verdicts(study)
+        every = all_verdicts(study)
         for r in study.tau.to_dict("records"):
             tested = every[every["measure"] == r["measure"]]
             rows.append({"judge": name, **r, "n_queries": len(queries), "tested_verdicts": len(tested),
@@ -183,18 +183,6 @@ def _check_coverage(runs: Mapping[str, pd.DataFrame], queries: Sequence[str], in
         if absent:
             missing[system] = absent
     info["missing_from_run"] = missing
-
-
-def _all_verdicts(study) -> pd.DataFrame:
-    every = verdict_flips(study.tables["human"], study.tables["judge"], ("human", "judge"), only_flips=False)
-    every = every[every["verdict_human"].ne("") | every["verdict_judge"].ne("")]
-    flipped = every["verdict_human"].map(_conclusion) != every["verdict_judge"].map(_conclusion)
-    return every.assign(flipped=flipped).reset_index(drop=True)
-
-
-def _conclusion(verdict: str) -> str:
-    """A verdict as a conclusion: "better", "worse", or no significant difference ("n.s." and "identical" alike)."""
-    return verdict if verdict in ("better", "worse") else "no difference"
 
 
 def _section(name: str, study, every: pd.DataFrame, n_pairs: int) -> str:

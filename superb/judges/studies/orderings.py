@@ -31,7 +31,7 @@ import pandas as pd
 from superb.judges.bootstrap import QueryBootstrap
 from superb.judges.pair_agreement import markdown_cells, markdown_header
 from superb.judges.studies.label import label_study
-from superb.judges.studies.label_run import _all_verdicts
+from superb.judges.studies.label import all_verdicts
 
 VIEWS = ("llm", "same pairs", "filled")
 COLUMNS = ["judge", "labels", "measure", "n_systems", "n_queries", "tau", "tau_low", "tau_high", "tau_ap",
@@ -67,7 +67,7 @@ def orderings_study(runs: Mapping[str, pd.DataFrame], baselines: Mapping[str, st
                                 queries=list(queries), condensed=False, test=test, correction=correction,
                                 alpha=alpha, seed=seed, n_resamples=n_resamples,
                                 bootstrap=bootstrap or QueryBootstrap(seed=seed), orderings=True)
-            every = _all_verdicts(study)
+            every = all_verdicts(study)
             for r in study.tau.to_dict("records"):
                 tested = every[every["measure"] == r["measure"]]
                 rows.append({"judge": judge, "labels": view, **r, "n_queries": len(study.queries),

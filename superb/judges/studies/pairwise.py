@@ -29,7 +29,7 @@ import pandas as pd
 
 from superb.errors import DataError
 from superb.judges.agreement import pairwise_precision_recall
-from superb.judges.judge import run_all
+from superb.llm.runner import run_all
 from superb.llm.comparator import PairwiseComparator
 from superb.llm.prompts import load_template
 from superb.llm.runner import progress_bar as bar

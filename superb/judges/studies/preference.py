@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from superb.judges.judge import run_all
+from superb.llm.runner import run_all
 from superb.judges.studies.pairwise import _ticking, progress_bar
 from superb.llm.preference import PairwisePreference
 

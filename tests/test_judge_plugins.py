@@ -1,0 +1,129 @@
+"""A judge of one's own (issue 49, item 5): a superb.extend.Judge subclass in a user's file, named in a judge spec,
+gets what superb's judges get: the response cache, the dry run's count and ceiling, shipped answers, calibration and
+agreement, and re-derivation with 0 calls. A bad judge name is a spec error (exit 2) before any request.
+
+The judge is the worked example of docs/extending.md (experiments/plugins/my_judges.py), copied into a folder of the
+user's; the fake OpenAI-compatible server answers its three-grade prompt from a marker in each product's title."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fakeserver import FakeServer, Reply
+from local_data import write_data
+from superb.cli import main
+
+PLUGINS = Path(__file__).resolve().parents[1] / "experiments" / "plugins"
+# queries of both splits (superb.data.splits: qid 4 and 12 are dev, the others test), two to four products each
+DOCS = [(f"d{i}", f"g{g} item {i}") for i, g in enumerate([2, 1, 0, 2, 0, 1, 2, 2, 1, 0, 0, 1], 1)]
+QUERIES = [("4", "item four"), ("12", "item twelve"), ("1", "item one"), ("2", "item two")]
+QRELS = [("4", "d1", 3), ("4", "d2", 1), ("4", "d3", 0), ("12", "d4", 3), ("12", "d5", 0), ("12", "d6", 2),
+         ("1", "d7", 3), ("1", "d8", 2), ("1", "d9", 1), ("2", "d10", 0), ("2", "d11", 0), ("2", "d12", 1)]
+
+
+def three_grades(req: dict) -> Reply:
+    prompt = "".join(m["content"] for m in req["messages"])
+    grade = prompt.rsplit("<<<", 1)[1].split("g", 1)[1][0]  # the three-grade prompt, or superb's four grades
+    top = {g: (-0.1 if g == grade else -3.0) for g in "0123"}
+    return Reply(grade, ((grade, top[grade], top),))
+
+
+@pytest.fixture()
+def folder(tmp_path, monkeypatch) -> Path:
+    """The user's folder: the data, their judge file and its prompt; the current directory."""
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SUPERB_PROGRESS", "0")
+    monkeypatch.chdir(tmp_path)
+    write_data(tmp_path, docs=DOCS, queries=QUERIES, qrels=QRELS)
+    for name in ("my_judges.py", "three_grade.j2"):
+        shutil.copy(PLUGINS / name, tmp_path / name)
+    return tmp_path
+
+
+def spec(folder: Path, url: str, judge_type: str, cache: str = "normal") -> Path:
+    path = folder / "judges.toml"
+    path.write_text(f"""name = "my_judge"
+seed = 0
+[dataset]
+name = "local"
+docs = "docs.jsonl"
+queries = "queries.tsv"
+qrels = "qrels.txt"
+labels = [0, 1, 2, 3]
+rel_threshold = 2
+[llm]
+model = "fake-model"
+base_urls = ["{url}"]
+cache = "{cache}"
+[judge]
+fields = ["title"]
+[[judge.variants]]
+name = "three_grade"
+type = "{judge_type}"
+[[judge.variants]]
+name = "superb"
+preset = "superb_product"
+[calibration]
+bootstrap = 50
+folds = 2
+""")
+    return path
+
+
+def test_a_judge_of_ones_own_is_run_cached_shipped_calibrated_and_re_derived_with_no_call(folder, capsys):
+    with FakeServer(responder=three_grades) as srv:
+        path = spec(folder, srv.base_url, "my_judges.py:ThreeGradeJudge")
+        assert main(["judge", str(path), "--dry-run"]) == 0
+        dry = capsys.readouterr().out
+        assert srv.requests == 0
+        assert any(line.split()[:3] == ["judge:three_grade", "12", "12"] for line in dry.splitlines()), dry
+        assert main(["judge", str(path), "--out", "out"]) == 0
+        live = srv.requests
+    assert live == 24  # 12 pairs, two judges, one request each
+    table = pd.read_csv(folder / "out" / "agreement_calibrated.csv").set_index(["judge", "split"])
+    assert table.loc[("three_grade", "test"), "n"] == 6 and table.loc[("three_grade", "dev-cv"), "n"] == 6
+    record = json.loads((folder / "out" / "calibration.json").read_text())["three_grade"]
+    assert record["plugin"]["file"] == "my_judges.py"
+    assert record["plugin"]["sha256"] == __import__("hashlib").sha256((folder / "my_judges.py").read_bytes()).hexdigest()
+    assert record["templates"]["grade"].startswith("three_grade@") and record["calibrated"]
+    with gzip.open(folder / "out" / "responses.jsonl.gz", "rt", encoding="utf-8") as shipped:
+        rows = [json.loads(line) for line in shipped]
+    assert sum(r.get("template", "").startswith("three_grade@") for r in rows) == 12
+    # a reader elsewhere: the answers replayed into a fresh cache, the spec run read-only: no request, same files
+    fresh = folder / "fresh"
+    assert main(["responses", "replay", "out", "--cache", str(fresh / "cache.sqlite")]) == 0
+    with FakeServer(responder=three_grades) as srv:
+        path = spec(folder, srv.base_url, "my_judges.py:ThreeGradeJudge", cache="read-only")
+        text = path.read_text().replace('cache = "read-only"', f'cache = "read-only"\ncache_path = "{fresh / "cache.sqlite"}"')
+        path.write_text(text)
+        assert main(["judge", str(path), "--out", "again"]) == 0
+        assert srv.requests == 0
+    for name in ("agreement_calibrated.csv", "calibration.json", "three_grade/scores.tsv", "three_grade/labels.tsv"):
+        assert (folder / "again" / name).read_bytes() == (folder / "out" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("judge_type, message", [
+    ("my_judges.py:Nope", r"plug-in module 'my_judges.py' has no attribute 'Nope'"),
+    ("missing.py:Judge", r"plug-in file 'missing.py' not found"),
+    ("superb.extend:LabelQuestion", r"is the class LabelQuestion, not a judge"),
+    ("my_judges.py:PROMPT", r"is an instance of str, not a judge"),
+    ("no_such_judge", r"unknown judge type 'no_such_judge'"),
+])
+def test_a_bad_judge_plugin_is_refused_with_exit_2_and_no_request(folder, capsys, judge_type, message):
+    import re
+
+    with FakeServer(responder=three_grades) as srv:
+        path = spec(folder, srv.base_url, judge_type)
+        for args in (["judge", str(path), "--dry-run"], ["judge", str(path), "--out", "out"]):
+            assert main(args) == 2
+            err = capsys.readouterr().err
+            assert re.search(message, err), err
+            assert "judge.variants[0].type" in err and "Traceback" not in err
+        assert srv.requests == 0
+    assert not (folder / "out").exists()
