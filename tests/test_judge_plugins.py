@@ -127,3 +127,14 @@ def test_a_bad_judge_plugin_is_refused_with_exit_2_and_no_request(folder, capsys
             assert "judge.variants[0].type" in err and "Traceback" not in err
         assert srv.requests == 0
     assert not (folder / "out").exists()
+
+
+def test_the_guides_judge_example_and_its_prompt_are_the_committed_files():
+    page = (PLUGINS.parents[1] / "docs" / "extending.md").read_text(encoding="utf-8")
+    block = page[page.index("<!-- extending-judge-example -->"):]
+    start = block.index("```python") + len("```python")
+    code = block[start:block.index("```", start)]
+    assert code.strip() == (PLUGINS / "my_judges.py").read_text(encoding="utf-8").strip()
+    start = block.index("```jinja") + len("```jinja")
+    prompt = block[start:block.index("```", start)]
+    assert prompt.strip() == (PLUGINS / "three_grade.j2").read_text(encoding="utf-8").strip()
