@@ -103,7 +103,13 @@ def test_the_quoted_anchor_numbers_are_those_of_source_md():
         quoted = " / ".join(numbers)
         if row.anchor == "llm-rankers":
             assert f"{row.method.split(' (')[0]} {row.dl19_ndcg10}" in text, row
+            # the passage length each row was run with: 100 tokens for the listwise rows, 128 for the others
+            tokens = "100" if row.method.startswith("listwise") else "128"
+            assert row.candidates.startswith(f"BM25 top 100 ({tokens} tokens") and \
+                f"--passage_length {tokens}" in text, row
         else:
+            # rank_llm changed these values on 2025-06-26: the row names the commits its numbers hold at
+            assert "1797be2" in row.source and "1b3cabb" in row.source and "1797be2" in text and "1b3cabb" in text
             model = row.model.replace("gpt-4o-mini", "RankGPT (gpt-4o-mini)")
             assert f"{model} {quoted}" in text or f"{row.model.split('-')[0]}" in text and quoted in text, row
 
