@@ -255,6 +255,38 @@ def kappa_difference(qids: Sequence, reference: Sequence, a: Sequence, b: Sequen
             "difference_low": low, "difference_high": high, "p": p, "undefined": undefined}
 
 
+def kappa_samples(qids: Sequence, reference: Sequence, judge: Sequence, weights: str | None,
+                  bootstrap: QueryBootstrap, labels: Sequence[int] = LABELS) -> tuple[float, np.ndarray]:
+    """(observed, resampled values) of the judge's kappa against ``reference`` (``weights``: "none", "linear",
+    "quadratic"; None: exact agreement), resampling queries as every interval here does."""
+    k = len(labels)
+    group, n_q = _groups(qids)
+    pa, pb = _positions(list(reference), labels, "reference"), _positions(list(judge), labels, "judge")
+    per_query = np.zeros((n_q, k * k))
+    np.add.at(per_query, (group, pa * k + pb), 1)
+    full = per_query.sum(axis=0).reshape(1, k, k)
+    resampled = (bootstrap.weights(n_q) @ per_query).reshape(-1, k, k)
+    if weights is None:
+        def fn(t):
+            return np.trace(t, axis1=1, axis2=2) / t.sum(axis=(1, 2))
+    else:
+        def fn(t):
+            return _kappa_rows(t, weights)
+    return float(fn(full)[0]), fn(resampled)
+
+
+def ordering_samples(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame, measure: str, statistic: str,
+                     bootstrap: QueryBootstrap) -> tuple[float, np.ndarray, int]:
+    """(observed, resampled values, systems) of tau, tau_ap or rho between the orderings by ``measure`` (per-query
+    values system, qid, measure, value under each label set), resampling queries as ordering_intervals does."""
+    f = {"tau": kendall_tau_b, "tau_ap": tau_ap, "rho": spearman_rho}[statistic]
+    for name, va, vb in _aligned(perquery_a, perquery_b):
+        if name == measure:
+            w = bootstrap.weights(len(va)) / len(va)
+            return float(f(va.mean(axis=0), vb.mean(axis=0))[0]), f(w @ va, w @ vb), va.shape[1]
+    raise ValueError(f"no per-query values of {measure!r}")
+
+
 def tau_intervals(perquery_a: pd.DataFrame, perquery_b: pd.DataFrame,
                   bootstrap: QueryBootstrap | None = None) -> pd.DataFrame:
     """Per measure: Kendall's tau-b between the system orderings (mean over queries) under two evaluations

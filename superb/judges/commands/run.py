@@ -57,6 +57,7 @@ from superb.judges.pool import PoolCounts, select_pool as pool_pairs
 from superb.judges.records import OK, Judgment
 from superb.judges.studies.calibration_run import run_scoring
 from superb.judges.studies.label_run import run_label_study, study_systems
+from superb.judges.studies.hypotheses import evaluate_hypotheses, write_hypotheses
 from superb.judges.studies.orderings import orderings_study, write_orderings
 from superb.judges.studies.pairwise import default_field_sets, format_table, given_pairs, pairwise_study, sample_pairs
 from superb.judges.studies.preference import CALLS_PER_PAIR, at_thresholds, format_tables, pr_plot, probability_study
@@ -139,6 +140,8 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
     variants: dict[str, Any] = {}
     pool_labels: dict[str, pd.DataFrame] = {}
     ceilings: dict[str, int] = {}
+    study_labels: dict[str, pd.DataFrame] = {}
+    reference = None
     log = None
     with ExitStack() as stack:
         llm_info: dict[str, Any] = {"model": getattr(llm, "model", None), "endpoint": "given by the caller"}
@@ -150,6 +153,7 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
             scored = run_scoring(spec, dataset, llm, pool, out, model=llm_info.get("model"), dev=dev)
             pool_labels.update(scored.pop("pool_labels"))
             ceilings = scored.pop("ceilings")
+            study_labels, reference = scored.pop("study_labels"), scored.pop("reference")
             variants["calibrated"] = scored
         if spec.pairwise:
             variants["pairwise_study"] = _pairwise(spec, dataset, llm, topics, out)
@@ -177,8 +181,10 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
     header = f"# {spec.name}\n\n{spec.description}\n\n{len(topics)} queries, {scope}, data set {dataset.name}, " \
              f"binary threshold {rel}.\n\n" + (f"{counts.sentence()}\n\n" if counts.rows and counts.left_out else "")
     (out / "agreement.md").write_text(header + (format_markdown(table) if len(table) else ""), encoding="utf-8")
+    orderings: dict = {}
     if spec.label_study is not None and spec.label_study.depth is not None:
         variants["label_study"] = _orderings(spec, systems, topics, qrels, pool, pool_labels, rel, out)
+        orderings = variants["label_study"].pop("perquery")
     elif spec.label_study is not None:
         labelled = {name: pool_judgments(frame) for name, frame in pool_labels.items() if len(frame)}
         if labelled:
@@ -187,6 +193,11 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
                                                       label_map=spec.label_map, out=out, title=spec.name)
         else:
             variants["label_study"] = {"skipped": "no judge labelled any pool pair (nothing scored yet)"}
+    if spec.hypotheses and study_labels:
+        table = evaluate_hypotheses(spec.hypotheses, study_labels, reference, orderings,
+                                bootstrap=QueryBootstrap(spec.calibration.bootstrap, seed=spec.seed))
+        write_hypotheses(table, out, spec.name)
+        variants["hypotheses"] = table.to_dict("records")
     shipped = None
     if log is not None:
         shipped = write_shipped(log, out / SHIPPED_FILE)
@@ -245,7 +256,7 @@ def _orderings(spec: JudgeSpec, systems: tuple, topics: pd.DataFrame, qrels: pd.
         counts[name] = {"pooled": len(top), "labelled": len(mine), "unjudged": int(unjudged.sum())}
     queries = sorted(set(topics["qid"].astype(str)) & set(qrels["qid"].astype(str)))
     measures = parse_measures(list(ls.measures), rel=rel, path="label_study.measures")
-    table, verdicts, pairs, sections = orderings_study(
+    table, verdicts, pairs, sections, perquery = orderings_study(
         runs, baselines, qrels, judges, measures, depth=ls.depth, queries=queries, test=ls.test,
         correction=ls.correction, alpha=ls.alpha, n_resamples=ls.n_resamples,
         bootstrap=QueryBootstrap(spec.calibration.bootstrap, seed=spec.seed), seed=spec.seed)
@@ -253,7 +264,7 @@ def _orderings(spec: JudgeSpec, systems: tuple, topics: pd.DataFrame, qrels: pd.
     write_orderings(out, table, verdicts, pairs, sections, title=spec.name, systems=list(runs),
                     source=info["source"], depth=ls.depth, counts=counts, settings=settings)
     return {"systems": list(runs), "baselines": baselines, **info, "depth": ls.depth, "counts": counts,
-            "measures": sorted(set(table["measure"])) if len(table) else []}
+            "measures": sorted(set(table["measure"])) if len(table) else [], "perquery": perquery}
 
 
 def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, llm: Any = None) -> dict:
@@ -393,6 +404,7 @@ def _spec_dict(spec: JudgeSpec) -> dict:
             "label_study": vars(spec.label_study) if spec.label_study else None,
             "calibration": vars(spec.calibration), "pairwise": spec.pairwise,
             "benchmark": vars(spec.benchmark) if spec.benchmark else None,
+            **({"hypotheses": [vars(h) for h in spec.hypotheses]} if spec.hypotheses else {}),
             "source": str(spec.source) if spec.source else None}
 
 

@@ -100,13 +100,14 @@ from superb.errors import Errors, SpecError
 from superb.judges.commands.spec_studies import (BenchmarkSpec, CalibrationSpec, LabelStudySpec, parse_agreement,
                                                  parse_benchmark, parse_calibration, parse_label_study,
                                                  parse_pairwise)
+from superb.judges.studies.hypotheses import parse_hypotheses
 from superb.options import check_keys, typed
 from superb.run.spec import parse_queries, read_toml
 
 POOL_SOURCES = ("qrels", "ratings", "first_stage")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP = {"description", "output", "seed", "queries", "pool", "llm", "judge", "agreement", "pairwise_study",
-        "label_study", "benchmark", "calibration"}  # beside the required name and dataset
+        "label_study", "benchmark", "calibration", "hypotheses"}  # beside the required name and dataset
 NORMALISERS = ("rank", "minmax")
 ENSEMBLE_KEYS = {"name", "normaliser"}  # beside the required type and members
 
@@ -138,6 +139,7 @@ class JudgeSpec:
     label_study: LabelStudySpec | None = None
     benchmark: BenchmarkSpec | None = None
     calibration: CalibrationSpec = field(default_factory=CalibrationSpec)
+    hypotheses: tuple = ()  # superb.judges.studies.hypotheses.JudgeHypothesis: declared, confirmatory
 
 
 
@@ -167,6 +169,7 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
         "seed": errors.part(typed, raw, "seed", int, "", default=0),
         "label_study": errors.part(parse_label_study, raw["label_study"]) if "label_study" in raw else None,
         "benchmark": errors.part(parse_benchmark, raw["benchmark"]) if "benchmark" in raw else None,
+        "hypotheses": errors.part(parse_hypotheses, raw["hypotheses"]) if "hypotheses" in raw else (),
     }
     agreement = errors.part(parse_agreement, raw.get("agreement", {}))
     errors.raise_any()

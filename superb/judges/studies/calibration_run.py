@@ -161,7 +161,7 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
     for name, frame in pool_labels.items():
         write_qrels(frame, out / name / "llm_qrels.trec")
     return {"judges": record, "pairs": {s: int((every["split"] == s).sum()) for s in DEV_TEST},
-            "pool_labels": pool_labels, "ceilings": ceilings}
+            "pool_labels": pool_labels, "ceilings": ceilings, "study_labels": study.labels, "reference": rated}
 
 
 def judge_differences(labels: dict[str, pd.DataFrame], reference: pd.DataFrame, bootstrap: Any) -> pd.DataFrame:

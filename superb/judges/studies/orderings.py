@@ -56,11 +56,12 @@ def orderings_study(runs: Mapping[str, pd.DataFrame], baselines: Mapping[str, st
                     judges: Mapping[str, pd.DataFrame], measures: Sequence, *, depth: int, queries: Sequence[str],
                     test: str = "t", correction: str = "holm", alpha: float = 0.05, n_resamples: int = 10_000,
                     bootstrap: QueryBootstrap | None = None, seed: int = 0
-                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
-    """(table of COLUMNS, every verdict against a baseline, every pair of systems, markdown sections): each judge's
-    labels (judge -> qid, docno, label of the pool) in each view against the human qrels."""
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str], dict]:
+    """(table of COLUMNS, every verdict against a baseline, every pair of systems, markdown sections, per-query
+    values by (judge, view): (under the human qrels, under the view)): each judge's labels (judge -> qid, docno,
+    label of the pool) in each view against the human qrels."""
     measures = [m for m in measures if (m.params.get("cutoff") or depth + 1) <= depth]
-    rows, verdicts, pairs, sections = [], [], [], []
+    rows, verdicts, pairs, sections, perquery = [], [], [], [], {}
     for judge, labels in judges.items():
         for view, qrels in llm_views(human, labels).items():
             study = label_study(runs, human, qrels, measures, baselines, names=("human", "judge"),
@@ -68,6 +69,8 @@ def orderings_study(runs: Mapping[str, pd.DataFrame], baselines: Mapping[str, st
                                 alpha=alpha, seed=seed, n_resamples=n_resamples,
                                 bootstrap=bootstrap or QueryBootstrap(seed=seed), orderings=True)
             every = all_verdicts(study)
+            pq = study.perquery
+            perquery[judge, view] = tuple(pq[pq["labels"] == side].drop(columns="labels") for side in ("human", "judge"))
             for r in study.tau.to_dict("records"):
                 tested = every[every["measure"] == r["measure"]]
                 rows.append({"judge": judge, "labels": view, **r, "n_queries": len(study.queries),
@@ -77,7 +80,7 @@ def orderings_study(runs: Mapping[str, pd.DataFrame], baselines: Mapping[str, st
             sections.append(_section(judge, view, study, every, len(qrels)))
     table = pd.DataFrame(rows)
     table = table[[c for c in COLUMNS if c in table.columns]]
-    return (table, pd.concat(verdicts, ignore_index=True), pd.concat(pairs, ignore_index=True), sections)
+    return (table, pd.concat(verdicts, ignore_index=True), pd.concat(pairs, ignore_index=True), sections, perquery)
 
 
 def _ci(r, name: str) -> str:
