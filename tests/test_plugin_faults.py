@@ -141,3 +141,21 @@ def test_a_passing_preflight_says_so_and_changes_nothing(folder, capsys):
     for name in ("runs/R.run", "runs/R_0.run", "table.csv"):
         if (folder / "with" / name).exists():
             assert (folder / "with" / name).read_bytes() == (folder / "without" / name).read_bytes()
+
+
+def test_a_dry_run_skips_a_stage_no_llm_stage_reads(folder, monkeypatch, capsys):
+    from superb.transformers.controls import Shuffle
+
+    def costly(self, frame):
+        raise AssertionError("a dry run ran a stage whose output no LLM stage reads")
+
+    monkeypatch.setattr(Shuffle, "transform", costly)  # as a bi-encoder encoding every passage would be
+    with FakeServer() as srv:
+        path = spec(folder, "skips", ['{ type = "pointwise", variant = "yesno", top_k = 6 }', '{ type = "shuffle" }',
+                                      '[{ type = "pointwise", variant = "best", top_k = 6 }, { type = "shuffle" }]'],
+                    base_url=srv.base_url)
+        assert main(["run", str(path), "--dry-run"]) == 0
+        assert srv.requests == 0
+    out = capsys.readouterr().out
+    assert "not run: R >> 1 (no LLM stage reads it" in out, out
+    assert "24 calls the real run would make" in out  # both pointwise stages counted, both shuffles skipped
