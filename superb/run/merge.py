@@ -274,7 +274,7 @@ def _some(qids: list[str]) -> str:
 def merge_shards(folders: list[str | Path], *, allow_plugins: bool = False):
     """The shards as one ExperimentResult (spec, topics, qrels, runs, summed counters and usage, merged
     responses), ready for superb.run.results.write_results. The spec comes from the shards' provenance.json: one
-    naming a plug-in is refused unless ``allow_plugins`` (`superb merge --allow-plugins`; superb.run.spec.parse_spec)."""
+    naming a plug-in is refused unless ``allow_plugins`` (`superb merge --allow-plugins`; run.spec.parse_spec)."""
 
     t0 = time.perf_counter()
     if not folders:
