@@ -2,7 +2,7 @@
 folder's shipped answers (0 LLM calls) with and without the preflight, each the `superb` command in a child process,
 timed wall-clock, alternating, after one warm-up run (which encodes the bi-encoder's passages once). Writes one row per
 variant: the median, min and max seconds, the preflight's own seconds (from its line) and the ratio to the run without
-it; and checks that both variants write byte-identical run files.
+it; and checks that both variants write byte-identical run files; records the figure in results/bench/provenance.json.
 
     SUPERB_HOME=/tmp/home SUPERB_DATA_MIRROR=../shared/data .venv/bin/python bench/preflight_cost.py \\
         --folder results/trec_dl19 --spec experiments/trec_dl19.toml --repeats 3
@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from superb.provenance import record_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPERB = [sys.executable, "-m", "superb.cli"]
@@ -86,6 +88,7 @@ def main() -> int:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    record_bench(args.out.parent, [args.out], "preflight_cost")  # results/bench/provenance.json (superb.provenance)
     for row in rows:
         print(row)
     return 0 if identical else 1

@@ -20,8 +20,11 @@ from superb.llm.exit_code import llm_exit_code
 from superb import faults, interrupt, provenance
 from superb.atomic import check_replaceable, check_writable, replacing
 from superb.report import write_report
+from superb.run.dry_run_report import dry_run_report
+from superb.run.plugin_changes import changed_plugins
 from superb.run.spec import load_spec
 from superb.terminal import shown, wrap_log_lines
+from superb.transformers.registry import plugin_records
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,8 +169,6 @@ def _cmd_run(args) -> int:
     _warn_changed_plugins(spec, out)
     result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard, preflight=not args.no_preflight)
     if args.dry_run:
-        from superb.run.dry_run_report import dry_run_report
-
         print(shown(dry_run_report(result)))
         return 0
     _write(result, out)
@@ -182,9 +183,6 @@ def _cmd_run(args) -> int:
 
 def _warn_changed_plugins(spec, out: Path) -> None:
     """A warning line per plug-in whose file changed since ``out`` was written (superb.run.plugin_changes)."""
-    from superb.run.plugin_changes import changed_plugins
-    from superb.transformers.registry import plugin_records
-
     if (out / "provenance.json").is_file():
         for line in changed_plugins(out, plugin_records(spec.pipelines)):
             print(shown(f"superb: warning: {line}", sys.stderr), file=sys.stderr)

@@ -20,6 +20,7 @@ from superb.errors import DataError, SpecError
 from superb.llm import describe
 from superb.llm.connect import check_table, open_for_spec
 from superb.llm.ship import response_log
+from superb.run.preflight import needed, run_preflight
 from superb.run.spec import PipelineSpec, QueriesSpec, Spec
 from superb.run.stage_report import report
 from superb.terminal import status
@@ -174,8 +175,6 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
         else:
             llm, llm_info = open_for_spec(spec.llm, stack, dry_run=dry_run)
             if preflight and not dry_run:
-                from superb.run.preflight import run_preflight
-
                 timings["preflight_s"] = run_preflight(spec, dataset, topics, llm, run_systems)
         if dry_run:  # a dry run writes no answer and no embedding (superb.transformers.embedding_cache)
             from superb.transformers.embedding_cache import read_only
@@ -206,7 +205,6 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
     not score is printed (superb.run.stage_report). ``dry``: a dry run or a preflight, which skips the work no LLM
     stage reads (superb.run.preflight.needed; a skipped system has an empty run, ``not_run``)."""
     from superb.pipelines.systems import build_systems
-    from superb.run.preflight import needed
 
     systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
     specs = {p.name: p for p in pipelines}

@@ -22,7 +22,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pandas as pd
 
-from superb.errors import SuperbError
+from superb.errors import SpecError, SuperbError
+from superb.llm.config import LLMConfig
+from superb.llm.dryrun import DryRunClient
 from superb.pipelines.pipeline_spec import PipelineSpec
 
 QUERIES = 1  # queries the preflight runs
@@ -54,16 +56,15 @@ def needed(pipelines: tuple[PipelineSpec, ...], systems: Mapping[str, Any]) -> d
 def run_preflight(spec: Any, dataset: Any, topics: pd.DataFrame, llm: Any, run_systems: Callable[..., Any]) -> float:
     """Every system of ``spec`` on the first :data:`QUERIES` of ``topics`` with placeholder answers (module
     docstring), run by ``run_systems`` (superb.run.experiment's); the seconds it took. A fault is raised as it is,
-    after a line saying that no call was made."""
-    from superb.llm.config import LLMConfig
-    from superb.llm.dryrun import DryRunClient
-
+    after a line saying that no call was made (a spec error, found when a stage is built, says so itself)."""
     t0 = time.perf_counter()
     first = topics.head(QUERIES)
     config = LLMConfig.from_spec(spec.llm or {})
     try:
         with DryRunClient(config, cache=getattr(llm, "cache", None)) as placeholder, _quiet():
             run_systems(spec.pipelines, dataset, first, llm=placeholder, seed=spec.seed, progress=False, dry=True)
+    except SpecError:
+        raise
     except SuperbError:
         print(f"superb: the preflight (every stage on query {first['qid'].iloc[0]!r}, placeholder answers) stopped "
               "the run before any LLM call was made", file=sys.stderr)

@@ -22,6 +22,7 @@ from superb.options import check_keys, read_toml, typed
 from superb.pipelines.pipeline_spec import PipelineSpec
 from superb.run.spec_names import NAME_RE, SPEC_NAME_ROOM, check_name_length
 from superb.run.spec_pipelines import parse_pipelines
+from superb.transformers.registry import RERANKERS
 
 INTERVALS = ("t", "bootstrap")
 NO_RELEVANT = ("keep", "drop")
@@ -141,8 +142,6 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None, *, plugins: bool
 def plugin_types(raw: Any) -> list[str]:
     """``key = 'type'`` of every stage of a raw spec whose type is not one of superb's own (a plug-in, or a name
     superb does not know), read without importing anything."""
-    from superb.transformers.registry import RERANKERS
-
     found = []
     pipelines = raw.get("pipelines") if isinstance(raw, Mapping) else None
     for i, table in enumerate(pipelines if isinstance(pipelines, list) else []):
