@@ -17,12 +17,14 @@ from pathlib import Path
 from superb.errors import SuperbError
 from superb.exit_codes import EXIT_LLM_FAILURES  # noqa: F401 - tests import it here
 from superb.llm.exit_code import llm_exit_code
-from superb.llm.pace import time_line
-from superb import interrupt, provenance
+from superb import faults, interrupt, provenance
 from superb.atomic import check_replaceable, check_writable, replacing
 from superb.report import write_report
+from superb.run.dry_run_report import dry_run_report
+from superb.run.plugin_changes import changed_plugins
 from superb.run.spec import load_spec
 from superb.terminal import shown, wrap_log_lines
+from superb.transformers.registry import plugin_records
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,13 +43,17 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with provenance.code_at_start():  # results record the code as it was when the command began
                 status: int | None = int(args.func(args) or 0)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a plug-in's own is a StageError where superb runs it (superb.faults)
             status = None
         except SuperbError as exc:
             if not interrupt.requested():
                 print(shown(f"superb: error: {exc}", sys.stderr), file=sys.stderr)
                 return 2
             status = None  # an error of the interrupted work's unwinding: the interrupt is what happened
+        except SystemExit as exc:  # superb's commands never raise it: code a spec named did, outside a stage's guard
+            print(shown(f"superb: error: {faults.fault('code run by this command', exc)}; the command stopped there",
+                        sys.stderr), file=sys.stderr)
+            return 2
         if status is None:
             if argv is None:  # the `superb` command owns its process: end it without interpreter shutdown, which
                 interrupt.exit_now()  # would release the embedded server and join threads (superb/interrupt.py)
@@ -72,11 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", type=_shard, default=None, metavar="I/N",
                      help="run only part I of N of the queries (default folder results/NAME.shard-I-of-N); "
                           "`superb merge` joins the N folders")
+    run.add_argument("--no-preflight", action="store_true",
+                     help="skip the free preflight (every stage on one query with placeholder answers, before the "
+                          "first LLM call) that a run whose stages call the LLM makes first")
     run.set_defaults(func=_cmd_run)
 
     merge = sub.add_parser("merge", help="check the shard folders of one spec and write its one table")
     merge.add_argument("shards", type=Path, nargs="+", help="the folders of `superb run SPEC --shard i/n`")
     merge.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME from the spec)")
+    merge.add_argument("--allow-plugins", action="store_true",
+                       help="import and run the plug-ins (code from outside superb) the shards' spec names; without "
+                            "it such shards are refused. Give it only for folders whose code you trust")
     merge.set_defaults(func=_cmd_merge)
 
     show = sub.add_parser("show", help="print the table of a results folder")
@@ -154,7 +166,8 @@ def _cmd_run(args) -> int:
     check_replaceable(out, inputs=[args.spec])  # refused before the run, not after its LLM calls
     if not args.dry_run:  # a dry run writes nothing, not even a probe
         check_writable(out)
-    result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard)
+    _warn_changed_plugins(spec, out)
+    result = run_experiment(spec, dry_run=args.dry_run, shard=args.shard, preflight=not args.no_preflight)
     if args.dry_run:
         print(shown(dry_run_report(result)))
         return 0
@@ -166,6 +179,13 @@ def _cmd_run(args) -> int:
     except (SuperbError, OSError) as exc:  # the results are written; the page can be made again from them
         print(f"superb: report.html not written ({exc}); `superb report {out}` writes it", file=sys.stderr)
     return _llm_exit_code(spec, result)
+
+
+def _warn_changed_plugins(spec, out: Path) -> None:
+    """A warning line per plug-in whose file changed since ``out`` was written (superb.run.plugin_changes)."""
+    if (out / "provenance.json").is_file():
+        for line in changed_plugins(out, plugin_records(spec.pipelines)):
+            print(shown(f"superb: warning: {line}", sys.stderr), file=sys.stderr)
 
 
 def _cmd_evaluate(args) -> int:
@@ -206,46 +226,6 @@ def _write(result, out: Path) -> None:
                           f"folder there is as it was.{kept}") from None
 
 
-def dry_run_report(result) -> str:
-    """The dry run's count per system, and whether it is exact: a system whose rerankers choose their next question
-    from the answers (setwise heap, pairwise sort or sliding) gets none in a dry run, so its count is an estimate: the
-    path its placeholder answers take, which the real answers may make shorter or longer (on DL19, setwise heap top 20
-    counted 1,591 calls dry and made 861 live: a model that mostly picks the first item stops every sift early)."""
-    from superb.run.results import usage_frame
-
-    usage = usage_frame(result)
-    adaptive = [name for name, pr in result.pipelines.items() if pr.calls_depend_on_answers]
-    usage["count"] = ["estimate" if s in adaptive and c else "exact" if c else "" for s, c in
-                      zip(usage["system"], usage["calls"])]
-    ceiling = {name: pr.max_calls for name, pr in result.pipelines.items()}
-    usage["at_most"] = [("-" if ceiling.get(s) is None else str(ceiling[s])) if s in adaptive else ""
-                        for s in usage["system"]]
-    lines = [usage[["system", "calls", "cache_hits", "prompt_tokens", "count", "at_most"]].to_string(index=False)]
-    cache = (result.llm_info or {}).get("cache")
-    where = f"the response cache {cache['path']}" if cache else "no response cache (absent, off or refresh)"
-    bounded = int(usage.loc[usage["count"] == "estimate", "calls"].sum())
-    total = int(usage["calls"].sum())
-    lines.append(f"dry run: {'about ' if bounded else ''}{total} calls the real run would make (prompt tokens "
-                 f"estimated), {int(usage['cache_hits'].sum())} requests served by {where}; nothing was called or "
-                 "written")
-    lines.append(time_line(int(usage["prompt_tokens"].sum()), result.llm_info or {}))
-    if bounded:
-        most = [ceiling.get(s) for s in usage.loc[usage["count"] == "estimate", "system"]]
-        bound = (f"; whatever the answers, those systems make at most {sum(most)} requests (column at_most: each "
-                 "stage's worst case per query, from its algorithm, over these queries; the cache may serve some)"
-                 if None not in most else "; a stage of those systems declares no worst case (at_most '-')")
-        lines.append(f"{bounded} of them are an estimate: a reranker of those systems chooses its next question from "
-                     "the answers, which a dry run does not have, so the real count may be lower or higher (each "
-                     f"strategy's bounds: docs/spec.md; bench/rerankers.py counts them on valid answers){bound}")
-    unjudged = result.query_checks.get("selected_queries_without_qrels", 0)
-    if unjudged:
-        done = ("not run ([queries] unjudged = \"skip\"): no call counted for them"
-                if result.query_checks.get("unjudged_queries") == "skip" else
-                "run ([queries] unjudged = \"run\"): their calls are counted above, their scores not evaluated")
-        lines.append(f"{unjudged} selected queries have no relevance labels: {done}")
-    return "\n".join(lines)
-
-
 def _llm_exit_code(spec, result) -> int:
     """The LLM request counts on stderr; EXIT_LLM_FAILURES when failures exceed llm.max_failure_share."""
     return llm_exit_code(spec.llm, (result.llm_info or {}).get("usage_total"))
@@ -264,7 +244,7 @@ def _cmd_merge(args) -> int:
     from superb.run.merge import merge_shards
     from superb.run.results import write_results
 
-    result = merge_shards(args.shards)
+    result = merge_shards(args.shards, allow_plugins=args.allow_plugins)
     spec = result.spec
     out = args.out or Path(spec.output or Path("results") / spec.name)
     if any(out.resolve() == Path(s).resolve() for s in args.shards):

@@ -29,12 +29,20 @@ MESSAGE = "superb: interrupted; completed LLM calls are cached, run the same com
 GRACE_S = 8.0  # the longest the first Ctrl-C's cleanup may take before the process ends without it
 
 _count = 0
+_installed = False  # superb's SIGINT handler is in place (handling()): a Ctrl-C is counted before it raises
 _done = threading.Event()  # set when the command returned: the watchdog has nothing left to bound
 
 
 def requested() -> bool:
     """True once a SIGINT reached the handler of :func:`handling` (the run is being interrupted)."""
     return _count > 0
+
+
+def installed() -> bool:
+    """True while :func:`handling` has superb's SIGINT handler in place: then every Ctrl-C is counted
+    (:func:`requested`) before its KeyboardInterrupt is raised, so a KeyboardInterrupt with none counted was raised by
+    code, not by the user (superb.faults)."""
+    return _installed
 
 
 def exit_now(why: str = "", *, status: int = EXIT_INTERRUPTED, line: str | None = MESSAGE) -> None:
@@ -71,16 +79,25 @@ def _on_sigint(signum, frame) -> None:
 def handling() -> Iterator[None]:
     """Install superb's SIGINT handler for the duration (main thread only; a SIGINT that the process inherited as
     ignored, as in a shell's background job, stays ignored). Restores the previous handler on leaving."""
-    global _count
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    global _count, _installed
+    if threading.current_thread() is not threading.main_thread():
         yield
+        return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # no Ctrl-C can arrive: a KeyboardInterrupt is code's own
+        _installed = True
+        try:
+            yield
+        finally:
+            _installed = False
         return
     previous = signal.signal(signal.SIGINT, _on_sigint)
     _count = 0
+    _installed = True
     _done.clear()
     try:
         yield
     finally:
         _done.set()
         _count = 0
+        _installed = False
         signal.signal(signal.SIGINT, previous)

@@ -1,7 +1,7 @@
 """No upward import: superb's modules stand in layers, and a module imports only from its own layer or below,
 function-local imports included (the graph of tests/test_import_cycles.py).
 
-  0 ground     errors, options (every spec reader), digest, paths, atomic, exit codes, interrupts, run files,
+  0 ground     errors, options (every spec reader), digest, paths, atomic, exit codes, interrupts, faults, run files,
                provenance, terminal (status lines, wrapping): what everything may use
   1 services   llm (client, cache, prompts), data (collections), eval (measures, tests, tables)
   2 stages     pipelines (first stages, systems), transformers (rerankers)
@@ -21,7 +21,8 @@ from test_import_cycles import import_graph
 
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("superb.errors", "superb.options", "superb.digest", "superb.paths", "superb.atomic", "superb.exit_codes",
-        "superb.interrupt", "superb.trec", "superb.stage_scores", "superb.provenance", "superb.terminal"),
+        "superb.interrupt", "superb.faults", "superb.trec", "superb.stage_scores", "superb.provenance",
+        "superb.terminal"),
     1: ("superb.llm", "superb.data", "superb.eval"),
     2: ("superb.pipelines", "superb.transformers"),
     3: ("superb.judges", "superb.report", "superb.batch", "superb.extend"),

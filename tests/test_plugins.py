@@ -156,7 +156,8 @@ BAD = {
 def test_each_bad_plugin_is_a_spec_error_with_exit_2_and_no_request(lab, capsys, rerank):
     home = lab
     (home / "lab" / "broken_methods.py").write_text("X = 1 / 0\n", encoding="utf-8")
-    (home / "lab" / "not_a_transformer.py").write_text("def make():\n    return {}\n", encoding="utf-8")
+    (home / "lab" / "not_a_transformer.py").write_text("import pyterrier as pt\n\n\ndef make() -> pt.Transformer:\n"
+                                                       "    return {}\n", encoding="utf-8")
     with FakeServer(responder=grader) as srv:
         spec = spec_text(home, "bad", srv.base_url, rerank)
         assert main(["run", str(spec), "--out", str(home / "bad")]) == 2

@@ -56,6 +56,7 @@ import pandas as pd
 import pyterrier as pt
 
 from superb.errors import SpecError, StageError, SuperbError
+from superb.faults import fault, is_fault
 from superb.llm import answers
 from superb.llm.batch import PendingRequest
 from superb.llm.runner import progress_bar, run_all
@@ -281,9 +282,12 @@ class Reranker(pt.Transformer):
             scores = [float(s) for s in await self.score(cands)]
         except (SuperbError, PendingRequest):
             raise
-        except Exception as exc:  # noqa: BLE001 - a bug in score(), a plug-in's above all: named with its stage
-            raise StageError(f"{self.tag} (type {self.type_name!r}, {type(self).__name__}.score) raised "
-                             f"{type(exc).__name__}: {exc} on query {cands.qid!r}") from exc
+        except BaseException as exc:  # noqa: BLE001 - a bug in score(), SystemExit too: named with its stage and line
+            if not is_fault(exc):  # a Ctrl-C, a cancellation
+                raise
+            raise fault(f"{self.tag} (type {self.type_name!r}, {type(self).__name__}.score)", exc,
+                        [getattr(getattr(self, "plugin", None), "origin", None), type(self)],
+                        after=f" on query {cands.qid!r}") from exc
         if len(scores) != len(cands):  # a programming error in the subclass, not bad model output
             raise StageError(f"{self.tag} (type {self.type_name!r}): {type(self).__name__}.score returned {len(scores)} "
                              f"scores for {len(cands)} candidates; it must return one per candidate")
@@ -291,6 +295,8 @@ class Reranker(pt.Transformer):
         for i in bad:
             scores[i] = -np.inf  # non-finite scores sort last within the head; counted
         self.stats["nonfinite_scores"] += len(bad)
+        if scores and len(bad) == len(scores):  # no score at all for the query: its order is no tie (counted)
+            self.stats["queries_without_scores"] += 1
         return scores
 
     def _assemble(self, group: pd.DataFrame, k: int, scores: list[float] | None) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from superb.errors import SpecError, SuperbError
+from superb.faults import described, is_fault
 from superb.transformers import plugins
 
 #: superb's own stage types: spec ``type`` -> "module:Class", imported when a spec names it. What each type is (does it
@@ -95,6 +96,7 @@ def stage_facts(type_name: str, path: str = "") -> StageFacts:
         raise SpecError(f"{path}.type" if path else "type", f"expected a type name, got {type_name!r}; one of "
                                                             f"{sorted(RERANKERS)} or \"module:Class\"")
     if type_name in RERANKERS:
+        plugins.check_claims(type_name, path, builtin=RERANKERS[type_name])  # an installed package shadowing it
         module, _, name = RERANKERS[type_name].partition(":")
         return _facts(getattr(importlib.import_module(module), name), "stage", type_name, None)
     obj, ref = plugins.load(type_name, path)
@@ -173,10 +175,14 @@ def build_reranker(options: Mapping[str, Any], *, context: BuildContext, path: s
             from superb.transformers.plugin_build import build_transformer_stage
 
             reranker = build_transformer_stage(facts, options, context, path)
-    except Exception as exc:  # noqa: BLE001 - a plug-in's constructor error is reported at its stage, never raw
-        if facts.plugin is None or isinstance(exc, SuperbError) or context.llm is _NO_LLM:
+    except BaseException as exc:  # noqa: BLE001 - a plug-in's constructor error is reported at its stage, never raw
+        if isinstance(exc, SuperbError) or not is_fault(exc):
             raise
-        raise SpecError(path, f"building {options['type']!r} failed: {type(exc).__name__}: {exc}") from None
+        if not isinstance(exc, Exception):  # SystemExit, its own KeyboardInterrupt: never "checked at build time"
+            raise SpecError(path, f"building {options['type']!r} failed: {_described(exc, facts)}") from None
+        if facts.plugin is None or context.llm is _NO_LLM:
+            raise
+        raise SpecError(path, f"building {options['type']!r} failed: {_described(exc, facts)}") from None
     if facts.plugin is not None:
         reranker.plugin = facts.plugin  # provenance.json records where a type from outside superb came from
         if getattr(reranker, "type_name", None) in (None, "reranker"):
@@ -192,6 +198,11 @@ def build_reranker(options: Mapping[str, Any], *, context: BuildContext, path: s
                                              f"{stage!r}: the stage's score column becomes <stage>_score")
         reranker.stage = stage
     return reranker
+
+
+def _described(exc: BaseException, facts: StageFacts) -> str:
+    """The exception a stage's constructor raised, with the line of the plug-in's own file (superb.faults)."""
+    return described(exc, [getattr(facts.plugin, "origin", None), facts.cls])
 
 
 def plugin_records(pipelines: Any) -> dict[str, dict[str, Any]]:

@@ -8,13 +8,17 @@ the input has none, and checks what comes back before anything later reads it, n
 - the columns ``qid``, ``docno`` and ``score`` are there;
 - every (qid, docno) it returns was in its input, and none twice;
 - a document of its input that it leaves out is kept below the ones it scored, in input order, and counted
-  (``stats["dropped_by_stage"]``); a non-finite score sorts last and is counted (``stats["nonfinite_scores"]``).
+  (``stats["dropped_by_stage"]``); a score it returns that is NaN, infinite or not a number sorts last and is counted
+  as non-finite (``stats["nonfinite_scores"]``), not as dropped; a query none of whose documents got a finite score
+  keeps its input order and is counted (``stats["queries_without_scores"]``): no score, not a tie. The experiment
+  runner prints these counts and notes them under table.md (superb.run.stage_report).
 
 What it returns is ordered by the project's run-order rule (superb.trec.runs.trec_order: score descending, then docno
 descending, as trec_eval reads a run file); the rest of the query (below top_k) follows in its input order. As for
 every superb stage, the transformer's own score is kept in ``<type>_score`` (``<stage>_score`` when the spec names the
 stage), ``score`` becomes n - position and ``first_stage_score`` is kept, so the run file reads the same order under
-any evaluator. An exception the transformer raises becomes a StageError naming the stage (no traceback).
+any evaluator. An exception the transformer raises, SystemExit and its own KeyboardInterrupt included, becomes a
+StageError naming the stage and the plug-in's file:line (superb.faults; no traceback); a Ctrl-C passes on.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import pandas as pd
 import pyterrier as pt
 
 from superb.errors import StageError, SuperbError
+from superb.faults import fault, is_fault
 from superb.trec.runs import trec_order
 
 REQUIRED_COLUMNS = ("qid", "query", "docno", "score")
@@ -81,12 +86,18 @@ class TransformerStage(pt.Transformer):
         scored = self._checked(self._run(self._feed(head)), head)
         self.stats["queries"] += frame["qid"].nunique()
         self.stats["reranked"] += len(head)
-        head = head.drop(columns=[self.score_column], errors="ignore").merge(scored, on=["qid", "docno"], how="left")
-        dropped = head[self.score_column].isna()
+        head = head.drop(columns=[self.score_column], errors="ignore").merge(scored.assign(_returned=True),
+                                                                              on=["qid", "docno"], how="left")
+        dropped = head["_returned"].isna().to_numpy()  # left out; a NaN it returned is non-finite, not dropped
+        head = head.drop(columns="_returned")
         self.stats["dropped_by_stage"] += int(dropped.sum())
         kept = head[~dropped]
         bad = ~np.isfinite(kept[self.score_column].to_numpy(dtype="float64"))
         self.stats["nonfinite_scores"] += int(bad.sum())
+        finite = pd.Series(~bad, index=kept.index).groupby(kept["qid"]).any()
+        unscored = int(head["qid"].nunique() - int(finite.sum()))
+        if unscored:  # no score at all for a query: its input order is kept, and is no tie (counted)
+            self.stats["queries_without_scores"] += unscored
         ordered = trec_order(kept.assign(score=np.where(bad, -np.inf, kept[self.score_column])))
         parts = [ordered.assign(_group=0), head[dropped].assign(_group=1), frame[~in_head].assign(_group=2)]
         out = pd.concat(parts, ignore_index=True)
@@ -109,10 +120,13 @@ class TransformerStage(pt.Transformer):
     def _run(self, feed: pd.DataFrame) -> pd.DataFrame:
         try:
             got = self.inner.transform(feed)
-        except (SuperbError, KeyboardInterrupt):
+        except SuperbError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the wrapped transformer's error, named with its stage
-            raise StageError(f"{self._name()} raised {type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:  # noqa: BLE001 - the wrapped transformer's error, named with its stage and line
+            if not is_fault(exc):  # a Ctrl-C, a cancellation
+                raise
+            plugin = getattr(self, "plugin", None)  # registry.build_reranker: where a plug-in type came from
+            raise fault(self._name(), exc, [getattr(plugin, "origin", None), type(self.inner)]) from exc
         if not isinstance(got, pd.DataFrame):
             raise StageError(f"{self._name()} returned {type(got).__name__}, not a DataFrame")
         return got

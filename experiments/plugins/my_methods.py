@@ -35,6 +35,6 @@ class ThreeGrade(Reranker):
         return [self.read_score(self.question.reader, answer) for answer in await asyncio.gather(*asks)]
 
 
-def title_length():
+def title_length() -> pt.Transformer:
     """Shorter document text first: PyTerrier's own doc_score transformer over the text superb gives it."""
     return pt.apply.doc_score(lambda row: -float(len(row["text"])))

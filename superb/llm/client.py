@@ -143,6 +143,8 @@ class LLMClient(ClientBase):
                 async with ep.sem:
                     if self.breaker.reason is not None:  # the run is stopping: no new attempt
                         raise LLMError(self.breaker.reason)
+                    if self.stopping:  # a fault stops the run: the requests in flight settle, none is sent
+                        raise LLMError("not sent: the run is stopping on an error")
                     start = time.perf_counter()
                     try:
                         async with _timeout(self.config.timeout_s + 1.0):

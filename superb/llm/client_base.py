@@ -30,6 +30,7 @@ class ClientBase:
     def __init__(self) -> None:
         self._runner = LoopThread()
         self._in_flight: dict[str, asyncio.Future] = {}  # cache key -> the answer being fetched (private loop only)
+        self.stopping = False  # True while a fault's requests in flight settle (_gather_settling): none is sent
 
     async def acomplete(self, request: ChatRequest) -> Completion:
         """One completion (or a counted failure under on_failure="record"). Awaitable from any event loop."""
@@ -48,8 +49,32 @@ class ClientBase:
         return self._runner.run(coro)
 
     def gather_sync(self, coros: Iterable[Awaitable[T]]) -> list[T]:
-        """Run coroutines concurrently on the client's loop; results in order. The first exception cancels the rest."""
-        return self._runner.gather(coros)
+        """Run coroutines concurrently on the client's loop; results in order. The first exception cancels the rest,
+        after the requests already sent have come back and been cached (no new one is sent meanwhile): a fault in one
+        query never makes the next run pay again for answers this one received. A Ctrl-C cancels everything at once."""
+        return self._runner.run(self._gather_settling(coros))
+
+    async def _gather_settling(self, coros: Iterable[Awaitable[T]]) -> list[T]:
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except Exception:  # one coroutine's fault: the others stop, their requests in flight settle
+            self.stopping = True  # read by _complete (keep the request) and by the live client (send no new one)
+            try:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                pending = [t for t in self._in_flight.values() if not t.done()]
+                if pending:
+                    await asyncio.wait(pending, timeout=float(getattr(self.config, "timeout_s", 60.0)) + 1.0)
+            finally:
+                self.stopping = False
+            raise
+        except BaseException:  # cancelled (a Ctrl-C): everything goes, requests in flight too
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _many(self, requests: Sequence[ChatRequest], desc: str | None) -> list[Completion]:
         from tqdm.auto import tqdm
@@ -104,20 +129,22 @@ class ClientBase:
             self.usage.record(request.tag, self.model, coalesced=1, saved_prompt_tokens=completion.prompt_tokens,
                               saved_completion_tokens=completion.completion_tokens)
             return completion
-        pending = self._in_flight[key] = asyncio.get_running_loop().create_future()
+        # the fetch is a task of its own: a caller cancelled because another query failed (``stopping``) leaves its
+        # request to come back and be cached (_gather_settling); any other cancellation (a Ctrl-C) takes it along
+        fetch = self._in_flight[key] = asyncio.ensure_future(self._fetch(request))
+        fetch.add_done_callback(lambda done: self._fetched(key, done))
         try:
-            completion = await self._fetch(request)
-        except BaseException as exc:
-            if isinstance(exc, asyncio.CancelledError):
-                pending.cancel()
-            else:
-                pending.set_exception(exc)
-                pending.exception()  # retrieved: no "never retrieved" warning when nobody waited
+            return await asyncio.shield(fetch)
+        except asyncio.CancelledError:
+            if not self.stopping:
+                fetch.cancel()
             raise
-        finally:
+
+    def _fetched(self, key: str, done: asyncio.Future) -> None:
+        if self._in_flight.get(key) is done:
             del self._in_flight[key]
-        pending.set_result(completion)
-        return completion
+        if not done.cancelled():
+            done.exception()  # retrieved: no "never retrieved" warning when its caller was cancelled
 
     async def _fetch(self, request: ChatRequest) -> Completion:
         """Answer a request the cache could not serve (subclasses: call the model, or count the call)."""

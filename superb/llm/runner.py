@@ -5,6 +5,12 @@ semaphores are bound to one loop, and must outlive a single call. Running everyt
 makes the sync helpers work the same from a plain thread and from inside a running loop (Jupyter): the caller's
 thread just waits for the result. Calling a sync helper from a coroutine that itself runs on this loop would
 deadlock, so that raises instead.
+
+Code run on a loop may raise SystemExit or KeyboardInterrupt (a plug-in's ``score()``): asyncio sets it on the task
+AND re-raises it out of the loop, which used to end the loop's thread with the caller waiting forever for a result
+(a hang at 0% CPU). Here the loop goes on (:func:`_run_on`), so the task's awaiters see the exception; whatever still
+reaches the caller is a StageError naming the line (superb.faults), never a hang and never an exit with status 0. A
+Ctrl-C in the waiting thread is a Ctrl-C: the work is cancelled and the KeyboardInterrupt goes on.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Awaitable, Coroutine, Iterable, TypeVar
 
+from superb.faults import fault, is_fault
 from superb.terminal import progress_on
 
 T = TypeVar("T")
@@ -39,7 +46,7 @@ class LoopThread:
                 def main() -> None:
                     asyncio.set_event_loop(loop)
                     ready.set()
-                    loop.run_forever()
+                    _run_on(loop, loop.run_forever, lambda: False)
 
                 self._thread = threading.Thread(target=main, name=self._name, daemon=True)
                 self._thread.start()
@@ -74,18 +81,17 @@ class LoopThread:
                 except FutureTimeout:
                     if future.done():  # the coroutine's own TimeoutError, not the wait's
                         raise
-        except BaseException:  # Ctrl-C (KeyboardInterrupt) in the waiting thread: stop the work, not just the wait
+        except BaseException as exc:  # Ctrl-C (KeyboardInterrupt) in the waiting thread: stop the work, not the wait
             future.cancel()
-            raise
+            if isinstance(exc, Exception) or not is_fault(exc):
+                raise
+            raise fault("code run on the LLM client's loop", exc) from exc  # SystemExit the work raised
 
     async def delegate(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await `coro` on the private loop from any other running loop."""
         if self.in_loop():
             return await coro
         return await asyncio.wrap_future(self.submit(coro))
-
-    def gather(self, coros: Iterable[Awaitable[T]]) -> list[T]:
-        return self.run(gather_cancelling(coros))
 
     def close(self) -> None:
         with self._lock:
@@ -142,22 +148,61 @@ def progress_bar(total: int, desc: str, *, unit: str = "query", show: bool = Tru
 
 def run_all(llm: Any, coros: list, *, bar: Any = None) -> list:
     """THE way synchronous code (a reranker, a judge) runs its per-query coroutines: concurrently, on the client's
-    own loop (``llm.gather_sync``) when it has one, else on a private ``asyncio.run``; results in order, the first
-    exception cancels the rest. ``bar`` (e.g. :func:`progress_bar`) advances once per completed coroutine (a failed
-    one does not advance it) and is closed at the end, also on failure."""
+    own loop (``llm.gather_sync``) when it has one, else on a private loop in this thread (:func:`run_here`); results
+    in order, the first exception cancels the rest. ``bar`` (e.g. :func:`progress_bar`) advances once per completed
+    coroutine (a failed one does not advance it) and is closed at the end, also on failure."""
     if bar is not None:
         coros = [_advancing(c, bar) for c in coros]
     try:
         if llm is not None and hasattr(llm, "gather_sync"):
             return llm.gather_sync(coros)
-
-        async def _all():
-            return await gather_cancelling(coros)
-
-        return asyncio.run(_all())
+        return run_here(gather_cancelling(coros))
     finally:
         if bar is not None:
             bar.close()
+
+
+def run_here(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, except that SystemExit or a KeyboardInterrupt raised by a task (not a Ctrl-C) reaches
+    the task's awaiters instead of ending the loop (module docstring); one that reaches here is a StageError."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    main = loop.create_task(coro)
+    try:
+        _run_on(loop, lambda: loop.run_until_complete(main), main.done)
+        return main.result()
+    except BaseException as exc:
+        if isinstance(exc, Exception) or not is_fault(exc):
+            raise
+        raise fault("code run by a reranker", exc) from exc
+    finally:
+        try:
+            tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for t in tasks:
+                t.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _run_on(loop: asyncio.AbstractEventLoop, run: Any, finished: Any) -> None:
+    """``run()`` (the loop's run_forever or run_until_complete) again each time a task's SystemExit or
+    KeyboardInterrupt escapes it (asyncio re-raises them after setting them on the task, whose awaiters then see them),
+    until it returns or ``finished()``; a Ctrl-C goes on."""
+    while True:
+        try:
+            run()
+            return
+        except BaseException as exc:  # noqa: BLE001 - see the docstring
+            if isinstance(exc, Exception) or not is_fault(exc) or loop.is_closed():
+                raise
+            log.debug("a task raised %s on the loop; its awaiters see it", type(exc).__name__)
+            if finished():
+                return
 
 
 async def _advancing(coro: Awaitable[T], bar: Any) -> T:

@@ -20,7 +20,9 @@ from superb.errors import DataError, SpecError
 from superb.llm import describe
 from superb.llm.connect import check_table, open_for_spec
 from superb.llm.ship import response_log
+from superb.run.preflight import needed, run_preflight
 from superb.run.spec import PipelineSpec, QueriesSpec, Spec
+from superb.run.stage_report import report
 from superb.terminal import status
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,7 @@ class PipelineResult:
     calls_depend_on_answers: bool = False  # its calls depend on the answers: a dry run's count is an estimate
     given_run: dict[str, Any] | None = None  # a first stage that is a given run: its file's path, format, sha256
     max_calls: int | None = None  # the most LLM requests its own stages can make on these queries (None: unknown)
+    not_run: bool = False  # a dry run skipped it: no LLM stage reads its output (superb.run.preflight.needed)
 
 
 @dataclass
@@ -134,13 +137,15 @@ def select_topics(dataset, queries: QueriesSpec) -> pd.DataFrame:
 
 
 def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, llm: Any = None,
-                   shard: Any = None) -> ExperimentResult:
+                   shard: Any = None, preflight: bool = True) -> ExperimentResult:
     """Build every system of ``spec`` as a ``>>`` pipeline (superb.pipelines.systems), then run them in spec order, each
     shared prefix once; ``progress=False`` turns the rerankers' progress bars off. ``dry_run``: the LLM is a
     DryRunClient that counts the calls the response cache cannot serve (see superb.llm.connect.open_for_spec).
     ``llm``: a client to use instead of opening the spec's [llm] (e.g. the collecting client of a batch export,
     superb/batch/); the caller closes it. ``shard``: a superb.run.shards.Shard: run only its part of the selected
-    queries (`superb run --shard i/n`; `superb merge` joins the parts)."""
+    queries (`superb run --shard i/n`; `superb merge` joins the parts). ``preflight``: before the first LLM call of
+    a spec that makes some, every system runs on one query with placeholder answers (superb.run.preflight), so that a
+    stage's bug costs no call; not for a dry run (free already) nor with a given ``llm``."""
     from superb.data import load_dataset
 
     t0 = time.perf_counter()
@@ -169,11 +174,14 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
             llm_info = describe(llm)
         else:
             llm, llm_info = open_for_spec(spec.llm, stack, dry_run=dry_run)
+            if preflight and not dry_run:
+                timings["preflight_s"] = run_preflight(spec, dataset, topics, llm, run_systems)
         if dry_run:  # a dry run writes no answer and no embedding (superb.transformers.embedding_cache)
             from superb.transformers.embedding_cache import read_only
 
             stack.enter_context(read_only())
-        results = run_systems(spec.pipelines, dataset, topics, llm=llm, seed=spec.seed, progress=progress)
+        results = run_systems(spec.pipelines, dataset, topics, llm=llm, seed=spec.seed, progress=progress,
+                              dry=dry_run)
         if llm is not None and llm_info is not None:
             llm_info["usage_total"] = _usage_dict(llm)
         if llm is not None:  # under dry_run: the cached answers the run found (`superb responses save`)
@@ -191,23 +199,36 @@ def run_experiment(spec: Spec, *, dry_run: bool = False, progress: bool = True, 
 
 
 def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFrame, *, llm=None, seed: int = 0,
-                progress: bool = True) -> dict[str, PipelineResult]:
+                progress: bool = True, dry: bool = False) -> dict[str, PipelineResult]:
     """THE way superb runs systems (`superb run`, and the label study's first stages): build them all, then run each
-    on ``topics``, recording its time, its components' counters and its share of the LLM usage."""
+    on ``topics``, recording its time, its components' counters and its share of the LLM usage; what its stages did
+    not score is printed (superb.run.stage_report). ``dry``: a dry run or a preflight, which skips the work no LLM
+    stage reads (superb.run.preflight.needed; a skipped system has an empty run, ``not_run``)."""
     from superb.pipelines.systems import build_systems
 
     systems = build_systems(pipelines, dataset, llm=llm, seed=seed, progress=progress)
-    paths = {p.name: p.path for p in pipelines}
+    specs = {p.name: p for p in pipelines}
+    plan = needed(pipelines, systems) if dry else {}
     first_stages = {p.name for p in pipelines if p.first_stage is not None}
     results: dict[str, PipelineResult] = {}
     for name, system in systems.items():
         t0 = time.perf_counter()
         before = _usage_dict(llm)
+        part = plan.get(name)
+        if part == 0:  # a dry run: no LLM stage reads it
+            results[name] = PipelineResult(name=name, run=pd.DataFrame(columns=["qid", "docno", "score", "rank"]),
+                                           seconds=0.0, max_calls=0, not_run=True)
+            continue
         if name in first_stages and progress:  # a first stage has no bar of its own: a line before and after
             with status(f"first stage {name}: {len(topics)} queries"):
-                run = _checked_run(system.pipeline(topics), name, paths[name])
-        else:
-            run = _checked_run(system.pipeline(topics), name, paths[name])
+                run = _checked_run(system.pipeline(topics), name, specs[name].path)
+        elif part is None:
+            run = _checked_run(system.pipeline(topics), name, specs[name].path)
+        else:  # a dry run: its input, then its stages up to the last one an LLM stage or a plug-in is
+            run = systems[specs[name].input].pipeline(topics)
+            for component in system.components[:part]:
+                run = component.transform(run)
+            run = _checked_run(run, name, specs[name].path)
         stats = system.stats()
         if name in first_stages:
             stats.update(_queries_without_results(name, topics, run))
@@ -216,6 +237,7 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
                                        usage=_usage_delta(before, _usage_dict(llm)),
                                        calls_depend_on_answers=system.calls_depend_on_answers(), given_run=given,
                                        max_calls=system.max_calls(run))
+        report(name, stats)
         log.info("pipeline %s: %d rows in %.1f s", name, len(run), results[name].seconds)
     return results
 

@@ -271,9 +271,10 @@ def _some(qids: list[str]) -> str:
     return ", ".join(qids[:EXAMPLES]) + (f" ... ({len(qids)} in all)" if len(qids) > EXAMPLES else "")
 
 
-def merge_shards(folders: list[str | Path]):
+def merge_shards(folders: list[str | Path], *, allow_plugins: bool = False):
     """The shards as one ExperimentResult (spec, topics, qrels, runs, summed counters and usage, merged
-    responses), ready for superb.run.results.write_results."""
+    responses), ready for superb.run.results.write_results. The spec comes from the shards' provenance.json: one
+    naming a plug-in is refused unless ``allow_plugins`` (`superb merge --allow-plugins`; run.spec.parse_spec)."""
 
     t0 = time.perf_counter()
     if not folders:
@@ -283,7 +284,7 @@ def merge_shards(folders: list[str | Path]):
     order = {q: i for i, q in enumerate(selection)}
     first = shards[0]
     spec_file = first.provenance.get("spec_file")
-    spec = parse_spec(first.provenance["spec"], source=Path(spec_file) if spec_file else None)
+    spec = parse_spec(first.provenance["spec"], source=Path(spec_file) if spec_file else None, plugins=allow_plugins)
 
     runs = [s.runs() for s in shards]
     names = [p.name for p in spec.pipelines]

@@ -53,6 +53,7 @@ from superb.provenance import folder_files, write as write_provenance
 from superb.trec.runs import TIE_RULE, write_run
 from superb.run.shards import file_digests
 from superb.run.spec_names import check_file_names, file_name
+from superb.run.stage_report import stage_line, table_notes
 from superb.stage_scores import write_stage_scores
 from superb.transformers.registry import plugin_records
 
@@ -106,7 +107,8 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
             "n_no_relevant_by_measure": _by_measure(table, views[0].name if views else ""),
             "hypotheses": [{"system": h.system, "against": h.against, "measures": list(h.measures),
                             "views": list(h.views), "family": h.family, "evidence": h.evidence}
-                           for h in hypotheses]}
+                           for h in hypotheses],
+            "notes": table_notes([stage_line(name, pr.stats) for name, pr in result.pipelines.items()])}
     return Evaluation(pd.concat([perquery, judged], ignore_index=True), table, measures, info)
 
 

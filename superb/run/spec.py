@@ -22,6 +22,7 @@ from superb.options import check_keys, read_toml, typed
 from superb.pipelines.pipeline_spec import PipelineSpec
 from superb.run.spec_names import NAME_RE, SPEC_NAME_ROOM, check_name_length
 from superb.run.spec_pipelines import parse_pipelines
+from superb.transformers.registry import RERANKERS
 
 INTERVALS = ("t", "bootstrap")
 NO_RELEVANT = ("keep", "drop")
@@ -104,8 +105,16 @@ def load_spec(path: str | Path) -> Spec:
     return parse_spec(read_toml(path), source=Path(path))
 
 
-def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
-    """The checked spec; every independent error found is reported together (:class:`Errors`)."""
+def parse_spec(raw: dict[str, Any], source: Path | None = None, *, plugins: bool = True) -> Spec:
+    """The checked spec; every independent error found is reported together (:class:`Errors`).
+
+    A spec names code: a stage ``type`` from outside superb ("file.py:Class", "module:Class", an entry-point name) is
+    imported to check it, and runs when the spec runs. ``plugins=False`` is for a spec read out of a results folder
+    (`superb judge --fill`, `superb merge`: someone else's folder, maybe downloaded): one that names such a type is
+    refused, listing them, before any is imported (:func:`plugin_types`); the commands pass True only when the user
+    gives ``--allow-plugins``. A spec the user gives on the command line is theirs: True."""
+    if not plugins:
+        refuse_plugins(raw)
     check_keys(raw, "", required={"name", "dataset", "pipelines"},
                 optional={"description", "queries", "evaluation", "llm", "output", "seed", "hypotheses"})
     errors = Errors()
@@ -128,6 +137,31 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None) -> Spec:
         baselines={p.name: p.baseline for p in pipelines},
         comparisons={p.name: p.compare for p in pipelines if p.compare}, hypotheses=hypotheses,
     )
+
+
+def plugin_types(raw: Any) -> list[str]:
+    """``key = 'type'`` of every stage of a raw spec whose type is not one of superb's own (a plug-in, or a name
+    superb does not know), read without importing anything."""
+    found = []
+    pipelines = raw.get("pipelines") if isinstance(raw, Mapping) else None
+    for i, table in enumerate(pipelines if isinstance(pipelines, list) else []):
+        rerank = table.get("rerank", []) if isinstance(table, Mapping) else []
+        for j, stage in enumerate([rerank] if isinstance(rerank, Mapping) else rerank if isinstance(rerank, list)
+                                  else []):
+            kind = stage.get("type") if isinstance(stage, Mapping) else None
+            if isinstance(kind, str) and kind not in RERANKERS:
+                found.append(f"pipelines[{i}].rerank[{j}].type = {kind!r}")
+    return found
+
+
+def refuse_plugins(raw: Any) -> None:
+    """A SpecError listing the plug-in types of a spec read from a results folder (:func:`parse_spec`)."""
+    found = plugin_types(raw)
+    if found:
+        raise SpecError("pipelines", f"the results folder's spec names code from outside superb ({'; '.join(found)}), "
+                                     "which superb would import and run; it imports none of it unless you pass "
+                                     "--allow-plugins: give it only for a folder whose code you trust, as you would "
+                                     "before running a program you downloaded (docs/extending.md)")
 
 
 def _parse_name(raw: dict[str, Any]) -> str:

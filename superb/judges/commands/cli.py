@@ -46,6 +46,10 @@ def register(subparsers: Any) -> None:
                             "study) or only those without a human label")
     judge.add_argument("--dev-sample", type=int, default=None, metavar="N",
                        help="with --fill: fit the cut points on N seeded dev queries' rated pairs (default: all)")
+    judge.add_argument("--allow-plugins", action="store_true",
+                       help="with --fill: import and run the plug-ins (code from outside superb) the folder's spec "
+                            "names; without it such a folder is refused. Give it only for a folder whose code you "
+                            "trust")
     modes = judge.add_mutually_exclusive_group()
     modes.add_argument("--dry-run", action="store_true",
                        help="count the LLM calls the response cache cannot serve (per judge), without calling any "
@@ -66,6 +70,7 @@ def _cmd_judge(args) -> int:
     if args.fill is not None:
         return _fill(args, mode)
     stray = [f"--{name.replace('_', '-')}" for name in FILL_ONLY if getattr(args, name) is not None]
+    stray += ["--allow-plugins"] * bool(args.allow_plugins)
     if stray:
         raise SuperbError(f"superb judge {args.spec}: {', '.join(stray)} only apply with --fill results/NAME (the "
                           "fill of a results folder); a judge spec sets its judges and pool in the spec itself: drop "
@@ -101,7 +106,7 @@ def _fill(args, mode: str) -> int:
 
     given = {name: getattr(args, name) for name in FILL_ONLY if getattr(args, name) is not None}
     options = FillOptions(**given)
-    result = fill(args.fill, options, mode=mode, out=args.out)
+    result = fill(args.fill, options, mode=mode, out=args.out, allow_plugins=args.allow_plugins)
     if mode == "dry_run":
         return _print_dry_run(result["usage"], f"fill {args.fill}: {result['targets']} target pairs and "
                                                f"{result['dev_pairs']} dev pairs for the cut points",

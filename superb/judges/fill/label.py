@@ -68,8 +68,9 @@ from superb.trec.runs import read_qrels, read_run, strictly_decreasing
 from superb.run.spec import parse_spec
 
 
-def read_folder(path: str | Path) -> Folder:
-    """The folder's files; a missing file or a shard folder is a DataError naming it."""
+def read_folder(path: str | Path, *, allow_plugins: bool = False) -> Folder:
+    """The folder's files; a missing file or a shard folder is a DataError naming it. A spec naming a plug-in is
+    refused unless ``allow_plugins`` (`--allow-plugins`: superb.run.spec.parse_spec)."""
 
     path = Path(path)
 
@@ -83,7 +84,7 @@ def read_folder(path: str | Path) -> Folder:
     if "shard" in (provenance.get("sharding") or {}):
         raise DataError(f"{path} is one shard of a run: merge the shards first (`superb merge`), then fill the merge")
     spec_file = provenance.get("spec_file")
-    spec = parse_spec(provenance["spec"], source=Path(spec_file) if spec_file else None)
+    spec = parse_spec(provenance["spec"], source=Path(spec_file) if spec_file else None, plugins=allow_plugins)
     systems = json.loads(need("systems.json").read_text(encoding="utf-8"))
     runs = {name: read_run(need(rel)) for name, rel in systems.items()}
     topics = pd.read_csv(need("topics.tsv"), sep="\t", header=None, names=["qid", "query"], dtype=str,
@@ -180,17 +181,18 @@ class FittedJudge:
 
 
 def fill(folder: str | Path, options: FillOptions = FillOptions(), *, mode: str = "live", llm: Any = None,
-         out: str | Path | None = None) -> dict:
+         out: str | Path | None = None, allow_plugins: bool = False) -> dict:
     """Label the folder's targets and write the files of the module docstring (mode "live" or "from_cache"), or
     only count the calls a live fill would make (mode "dry_run": returns ``usage``; nothing is written). ``out``: write
-    the filled copy there and leave ``folder`` unchanged (default: fill ``folder`` in place)."""
+    the filled copy there and leave ``folder`` unchanged (default: fill ``folder`` in place). ``allow_plugins``: the
+    folder's spec may name plug-ins (read_folder)."""
     from superb.data import load_dataset
 
     t0 = time.perf_counter()
     members = options.members()
     if out is not None:
         check_replaceable(Path(out))  # before any call is paid for
-    f = read_folder(folder)
+    f = read_folder(folder, allow_plugins=allow_plugins)
     dataset = load_dataset(f.spec.dataset, path="dataset")
     ratings = dataset.ratings()
     if ratings is None:
