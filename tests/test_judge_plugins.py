@@ -138,3 +138,42 @@ def test_the_guides_judge_example_and_its_prompt_are_the_committed_files():
     start = block.index("```jinja") + len("```jinja")
     prompt = block[start:block.index("```", start)]
     assert prompt.strip() == (PLUGINS / "three_grade.j2").read_text(encoding="utf-8").strip()
+
+
+def _install_judge(site: Path, package: str, version: str, entries: str) -> None:
+    """A distribution ``package`` in ``site`` registering ``entries`` in the entry-point group superb.judges; its
+    module re-exports the worked example's judge."""
+    module = site / package.replace("-", "_")
+    module.mkdir(parents=True)
+    (module / "__init__.py").write_text(f"import importlib.util\nspec = importlib.util.spec_from_file_location("
+                                        f"'ex_{package.replace('-', '_')}', {str(PLUGINS / 'my_judges.py')!r})\n"
+                                        "m = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(m)\n"
+                                        "ThreeGradeJudge = m.ThreeGradeJudge\n", encoding="utf-8")
+    info = site / f"{package.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[superb.judges]\n{entries}\n", encoding="utf-8")
+
+
+def test_a_judge_registered_by_a_package_is_named_by_its_short_name_and_a_name_claimed_twice_is_refused(
+        folder, capsys, monkeypatch):
+    site = folder / "site"
+    _install_judge(site, "grade-judges", "1.0", "three = grade_judges:ThreeGradeJudge")
+    monkeypatch.syspath_prepend(str(site))
+    with FakeServer(responder=three_grades) as srv:
+        assert main(["judge", str(spec(folder, srv.base_url, "three")), "--out", "out"]) == 0
+        record = json.loads((folder / "out" / "calibration.json").read_text())["three_grade"]
+        assert record["plugin"]["distribution"] == "grade-judges" and record["plugin"]["version"] == "1.0"
+        _install_judge(folder / "site2", "other-judges", "2.0", "three = other_judges:ThreeGradeJudge\n"
+                                                                "pointwise = other_judges:ThreeGradeJudge")
+        monkeypatch.syspath_prepend(str(folder / "site2"))  # a new path: the registrations are read again
+        before = srv.requests
+        assert main(["judge", str(spec(folder, srv.base_url, "three")), "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert "type 'three' is registered by several installed packages: grade-judges 1.0" in err
+        assert "other-judges 2.0" in err and "Traceback" not in err
+        assert main(["judge", str(spec(folder, srv.base_url, "pointwise")), "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert "type 'pointwise' is superb's own (superb.judges.pointwise:PointwiseJudge) and is also registered " \
+               "by other-judges 2.0" in err
+        assert srv.requests == before

@@ -80,21 +80,22 @@ def is_plugin_name(type_name: str) -> bool:
     return ":" in type_name
 
 
-def entry_points() -> dict[str, metadata.EntryPoint]:
-    """The short names installed packages register in :data:`ENTRY_POINT_GROUP`, each with the first package that
-    registers it (:func:`claims` has them all). Read once per ``sys.path`` (it scans every installed package)."""
-    return {name: found[0] for name, found in claims().items()}
+def entry_points(group: str = ENTRY_POINT_GROUP) -> dict[str, metadata.EntryPoint]:
+    """The short names installed packages register in ``group`` (rerankers: :data:`ENTRY_POINT_GROUP`; judges:
+    ``superb.judges``), each with the first package that registers it (:func:`claims` has them all). Read once per
+    ``sys.path`` (it scans every installed package)."""
+    return {name: found[0] for name, found in claims(group).items()}
 
 
-def claims() -> dict[str, list[metadata.EntryPoint]]:
-    """Every registration of :data:`ENTRY_POINT_GROUP`, by name: a name two packages claim has two entries."""
-    return _claims(tuple(sys.path))
+def claims(group: str = ENTRY_POINT_GROUP) -> dict[str, list[metadata.EntryPoint]]:
+    """Every registration of ``group``, by name: a name two packages claim has two entries."""
+    return _claims(tuple(sys.path), group)
 
 
-@lru_cache(maxsize=4)
-def _claims(path: tuple[str, ...]) -> dict[str, list[metadata.EntryPoint]]:
+@lru_cache(maxsize=8)
+def _claims(path: tuple[str, ...], group: str) -> dict[str, list[metadata.EntryPoint]]:
     found: dict[str, list[metadata.EntryPoint]] = {}
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in metadata.entry_points(group=group):
         found.setdefault(ep.name, []).append(ep)
     return found
 
@@ -105,13 +106,15 @@ def _package(ep: metadata.EntryPoint) -> str:
     return f"{name} ({ep.value})"
 
 
-def check_claims(type_name: str, path: str, *, builtin: str | None = None) -> None:
-    """A SpecError at ``path.type`` when the spec's ``type_name`` is claimed twice: by two installed packages, or by
-    one and superb's own type (``builtin``, its "module:Class"). Both are named; superb picks neither."""
-    found = claims().get(type_name, [])
+def check_claims(type_name: str, path: str, *, builtin: str | None = None,
+                 group: str = ENTRY_POINT_GROUP) -> None:
+    """A SpecError at ``path.type`` when the spec's ``type_name`` is claimed twice in ``group``: by two installed
+    packages, or by one and superb's own type (``builtin``, its "module:Class"). Both are named; superb picks
+    neither."""
+    found = claims(group).get(type_name, [])
     where = f"{path}.type" if path else "type"
     fix = (f"uninstall one of them, or name the class itself (type = \"module:Class\") instead of the short name "
-           f"(entry-point group {ENTRY_POINT_GROUP!r})")
+           f"(entry-point group {group!r})")
     if builtin is not None and found:
         raise SpecError(where, f"type {type_name!r} is superb's own ({builtin}) and is also registered by "
                                f"{', '.join(_package(ep) for ep in found)}: superb does not pick one; {fix}")
@@ -120,8 +123,10 @@ def check_claims(type_name: str, path: str, *, builtin: str | None = None) -> No
                                f"{' and '.join(_package(ep) for ep in found)}; superb does not pick one: {fix}")
 
 
-def load(type_name: str, path: str) -> tuple[Any, PluginRef]:
-    """The object a plug-in type names, imported now, and where it came from. SpecError at ``path.type`` otherwise."""
+def load(type_name: str, path: str, group: str = ENTRY_POINT_GROUP) -> tuple[Any, PluginRef]:
+    """The object a plug-in type names ("module:Attr", "file.py:Attr", or a short name of entry-point ``group``),
+    imported now, and where it came from; (None, None) for a short name no package registers. SpecError at
+    ``path.type`` otherwise."""
     where = f"{path}.type" if path else "type"
     if is_plugin_name(type_name):
         module_name, _, attr = type_name.rpartition(":")
@@ -130,8 +135,8 @@ def load(type_name: str, path: str) -> tuple[Any, PluginRef]:
                                    "importable from the current folder or an installed package) or \"file.py:Attr\"")
         module = _import(module_name, where)
         return _attribute(module, module_name, attr, where), _ref(type_name, module, module_name, attr)
-    check_claims(type_name, path)
-    found = entry_points().get(type_name)
+    check_claims(type_name, path, group=group)
+    found = entry_points(group).get(type_name)
     if found is None:
         return None, None  # not a plug-in name: the registry says what is known
     try:
@@ -140,7 +145,7 @@ def load(type_name: str, path: str) -> tuple[Any, PluginRef]:
         if not is_fault(exc):
             raise
         raise SpecError(where, f"type {type_name!r} is registered by an installed package as {found.value!r} (entry "
-                               f"point group {ENTRY_POINT_GROUP!r}), but importing it failed: "
+                               f"point group {group!r}), but importing it failed: "
                                f"{described(exc)}") from None
     module_name = found.value.partition(":")[0]
     dist = getattr(found, "dist", None)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from importlib import metadata
 from typing import Any
 
 from superb.errors import SpecError
@@ -30,7 +29,7 @@ from superb.judges.base import Judge
 from superb.judges.listwise import ListwiseJudge, PairwiseJudge
 from superb.judges.pointwise import DeliberatedJudge, PointwiseJudge
 from superb.llm.prompts import template_name
-from superb.transformers.plugins import load
+from superb.transformers.plugins import check_claims, load
 from superb.options import REQUIRED, Opt, constructor_options, construct, one_of, read_options
 
 ENTRY_POINT_GROUP = "superb.judges"
@@ -78,35 +77,21 @@ def resolve(type_name: Any, path: str) -> tuple[type[Judge], dict | None]:
     """(class, plug-in record or None) of a ``type``: for provenance, a plug-in's file (relative to the current
     folder) and sha256, or its distribution and version."""
     where = f"{path}.type"
-    ref = None
     if type_name in JUDGE_TYPES:
+        check_claims(type_name, path, builtin=f"{JUDGE_TYPES[type_name].__module__}:"
+                                              f"{JUDGE_TYPES[type_name].__name__}", group=ENTRY_POINT_GROUP)
         return JUDGE_TYPES[type_name], None
     if not isinstance(type_name, str):
         raise SpecError(where, f"expected a judge type name, found {type_name!r}")
-    if ":" in type_name:
-        obj, found_ref = load(type_name, path)
-        ref = found_ref.record()
-    else:
-        found = {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}.get(type_name)
-        if found is None:
-            raise SpecError(where, f"unknown judge type {type_name!r}; built-in types: {sorted(JUDGE_TYPES)} "
-                                   f"(and {ENSEMBLE!r}), or a judge of your own as \"file.py:Class\", "
-                                   f"\"module:Class\" or a name registered in the entry-point group "
-                                   f"{ENTRY_POINT_GROUP!r}")
-        try:
-            obj = found.load()
-        except Exception as exc:  # noqa: BLE001 - a plug-in's import error of any kind is the user's to read
-            raise SpecError(where, f"judge type {type_name!r} is registered as {found.value!r} (entry point group "
-                                   f"{ENTRY_POINT_GROUP!r}), but importing it failed: {type(exc).__name__}: "
-                                   f"{exc}") from None
-        ref = {"type": type_name, "entry_point": found.value, "group": ENTRY_POINT_GROUP}
-        dist = getattr(found, "dist", None)
-        if dist is not None:
-            ref.update(distribution=dist.metadata["Name"], version=dist.version)
+    obj, ref = load(type_name, path, group=ENTRY_POINT_GROUP)
+    if ref is None:
+        raise SpecError(where, f"unknown judge type {type_name!r}; built-in types: {sorted(JUDGE_TYPES)} "
+                               f"(and {ENSEMBLE!r}), or a judge of your own as \"file.py:Class\", \"module:Class\" or "
+                               f"a name registered in the entry-point group {ENTRY_POINT_GROUP!r}")
     if not (inspect.isclass(obj) and issubclass(obj, Judge)):
         raise SpecError(where, f"{type_name!r} is {_what(obj)}, not a judge: name a subclass of superb.extend.Judge "
-                               "(docs/extending.md, a judge of your own)")
-    return obj, ref
+                               "(docs/extending.md, a judge of your own); nothing else a judge spec names is called")
+    return obj, ref.record()
 
 
 def _what(obj: Any) -> str:

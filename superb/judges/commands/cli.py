@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from superb.errors import SuperbError
+from superb.judges.commands.run import run_judge_spec
 from superb.judges.commands.spec import load_judge_spec
+from superb.judges.fill.inputs import FillOptions
+from superb.judges.fill.label import fill
 from superb.llm.exit_code import folder_usage, llm_exit_code
 from superb.llm.pace import time_line
 from superb.report import write_report
@@ -75,8 +78,6 @@ def _cmd_judge(args) -> int:
         raise SuperbError(f"superb judge {args.spec}: {', '.join(stray)} only apply with --fill results/NAME (the "
                           "fill of a results folder); a judge spec sets its judges and pool in the spec itself: drop "
                           f"{'them' if len(stray) > 1 else 'it'}, or give --fill instead of the spec")
-    from superb.judges.commands.run import run_judge_spec
-
     spec = load_judge_spec(args.spec)
     out = args.out or Path(spec.output or Path("results") / spec.name)
     result = run_judge_spec(spec, out, mode=mode)
@@ -101,9 +102,6 @@ def _cmd_judge(args) -> int:
 
 
 def _fill(args, mode: str) -> int:
-    from superb.judges.fill.label import fill
-    from superb.judges.fill.inputs import FillOptions
-
     given = {name: getattr(args, name) for name in FILL_ONLY if getattr(args, name) is not None}
     options = FillOptions(**given)
     result = fill(args.fill, options, mode=mode, out=args.out, allow_plugins=args.allow_plugins)

@@ -100,6 +100,7 @@ from superb.errors import Errors, SpecError
 from superb.judges.commands.spec_studies import (BenchmarkSpec, CalibrationSpec, LabelStudySpec, parse_agreement,
                                                  parse_benchmark, parse_calibration, parse_label_study,
                                                  parse_pairwise)
+from superb.judges.registry import read_judge_options
 from superb.judges.studies.hypotheses import parse_hypotheses
 from superb.options import check_keys, typed
 from superb.run.spec import parse_queries, read_toml
@@ -267,8 +268,6 @@ def _checked(options: dict, own: dict, shared: dict, vpath: str) -> dict:
     """``options`` (a variant's own table ``own`` over the shared [judge] ``shared``) read now by the registry
     (superb.judges.registry: no data set or model needed), so a bad option is refused when the spec is read; the
     error names the table that holds the key (``judge.KEY`` or ``judge.variants[i].KEY``)."""
-    from superb.judges.registry import read_judge_options
-
     try:
         read_judge_options(options, "judge")
     except SpecError as err:
