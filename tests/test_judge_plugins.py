@@ -170,8 +170,8 @@ def test_a_judge_registered_by_a_package_is_named_by_its_short_name_and_a_name_c
         before = srv.requests
         assert main(["judge", str(spec(folder, srv.base_url, "three")), "--dry-run"]) == 2
         err = capsys.readouterr().err
-        assert "type 'three' is registered by several installed packages: grade-judges 1.0" in err
-        assert "other-judges 2.0" in err and "Traceback" not in err
+        assert "type 'three' is registered by several installed packages: " in err
+        assert "grade-judges 1.0" in err and "other-judges 2.0" in err and "Traceback" not in err
         assert main(["judge", str(spec(folder, srv.base_url, "pointwise")), "--dry-run"]) == 2
         err = capsys.readouterr().err
         assert "type 'pointwise' is superb's own (superb.judges.pointwise:PointwiseJudge) and is also registered " \
