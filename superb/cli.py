@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = sub.add_parser("show", help="print the table of a results folder")
     show.add_argument("result", type=Path)
+    _unverified_flag(show)
     show.set_defaults(func=_cmd_show)
 
     compare = sub.add_parser("compare", help="set two results folders side by side")
@@ -359,10 +360,15 @@ def _table_command(args) -> list[str]:
 
 
 def _cmd_show(args) -> int:
-    """table.md of a `superb run` folder; agreement.md and pairwise.md of a `superb judge` folder."""
+    """table.md of a `superb run` folder (checked against its recorded sha256, as every read of a results folder:
+    superb.folder); agreement.md and pairwise.md of a `superb judge` folder."""
     path = args.result / "table.md"
-    shown_files = [path] if path.is_file() else [args.result / n for n in ("agreement.md", "pairwise.md")
-                                                 if (args.result / n).is_file()]
+    if path.is_file():
+        from superb.eval.compare import shown_table
+
+        print(shown(shown_table(args.result, unverified=args.unverified)))
+        return 0
+    shown_files = [args.result / n for n in ("agreement.md", "pairwise.md") if (args.result / n).is_file()]
     if not shown_files:
         raise SuperbError(f"{path} does not exist: give a folder written by `superb run` or `superb judge` "
                           "(e.g. results/NAME)")

@@ -1,4 +1,5 @@
-"""``superb compare A B``: two run folders' tables side by side, with the difference of every mean (b - a).
+"""``superb compare A B``: two run folders' tables side by side, with the difference of every mean (b - a); and
+``superb show A``: a run folder's table.md.
 
 Both folders are opened through superb.folder (each file read checked against its recorded sha256; ``--unverified``
 reads a changed one anyway and the printout says so). Columns are labelled ``--names A,B``, else by the folders'
@@ -14,7 +15,9 @@ from pathlib import Path
 
 from superb.errors import SpecError, SuperbError
 from superb.eval.table_markdown import format_side_by_side, side_by_side
+from superb.folder.base import ResultsFolder
 from superb.folder.kinds import open_folder
+from superb.folder.layout import TABLE_MD
 from superb.folder.run_folder import RunFolder
 from superb.folder.verify import note
 
@@ -103,3 +106,12 @@ def compare(a: str | Path, b: str | Path, *, names: str | None = None, measures:
     text = format_side_by_side(side_by_side(ta, tb, names=shown, measures=chosen), shown)
     marked = note(list({(m.folder, m.name): m for m in first.mismatches + second.mismatches}.values()))
     return Comparison(f"{marked}\n\n{text}" if marked else text, warnings)
+
+
+def shown_table(folder: str | Path, *, unverified: bool | None = None) -> str:
+    """``superb show``: table.md of a run's folder or a ``superb table`` folder, checked against its record (marked
+    when read unverified)."""
+    opened = open_folder(folder, ResultsFolder, unverified=unverified, what=TAKES, record_optional=True)
+    text = opened.read_text(TABLE_MD)
+    marked = note(opened.mismatches)
+    return f"{marked}\n\n{text}" if marked else text
