@@ -16,8 +16,6 @@ from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from superb.cli import main
 from superb.errors import LLMError
 from superb.llm import ChatRequest, Completion, ResponseCache, TokenLogprob, cache_key
-from superb.llm.cache_checksum import answer_checksum
-from superb.llm.cache_file import BEFORE_CHECKSUMS
 
 ANSWER = "the answer is 7f3c9e"
 REQUEST = ChatRequest.chat("sys", "is this a water bottle?", template="pointwise@abc123", max_tokens=8)
@@ -81,6 +79,8 @@ def test_the_way_out_removes_the_answer_and_it_is_asked_again(tmp_path):
 
 def old_cache(path: Path) -> str:
     """A cache as superb wrote it before answers carried checksums (the ten columns of then)."""
+    from superb.llm.cache_file import BEFORE_CHECKSUMS
+
     new = path.with_name("new.sqlite")
     key = stored(new)
     with sqlite3.connect(path) as conn:
@@ -98,6 +98,8 @@ def columns(path: Path) -> list[str]:
 
 
 def test_a_cache_written_before_checksums_is_read_read_only_and_migrated_when_written(tmp_path):
+    from superb.llm.cache_checksum import answer_checksum
+
     path = tmp_path / "old.sqlite"
     key = old_cache(path)
     with ResponseCache(path, "read-only") as cache:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from superb.errors import DataError
-from superb.transformers.embedding_cache import CachedEncoder, EmbeddingStore, read_only, text_key, vector_checksum
+from superb.transformers.embedding_cache import CachedEncoder, EmbeddingStore, read_only, text_key
 
 DIM = 8
 TEXTS = ["a steel water bottle", "a ceramic mug", "a laptop sleeve"]
@@ -66,6 +66,8 @@ def test_an_undamaged_store_serves_every_vector(tmp_path):
 
 
 def test_a_store_written_before_checksums_is_read_and_migrated(tmp_path):
+    from superb.transformers.embedding_cache import vector_checksum
+
     path = tmp_path / "m.sqlite"
     with sqlite3.connect(path) as conn:  # the store as superb wrote it before vectors carried checksums
         conn.execute("CREATE TABLE embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")

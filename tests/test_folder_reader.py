@@ -13,18 +13,19 @@ import pytest
 
 from local_data import write_data
 from spec_helpers import bm25, write_spec
-from superb.folder.kinds import BenchFolder, BenchmarkFolder, JudgeFolder, TableFolder, kind_of, open_folder
-from superb.folder.run_folder import RunFolder, baselines_of
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 FOLDERS = sorted(p.parent for p in RESULTS.glob("*/provenance.json"))
-KINDS = {"trec_dl_table": TableFolder, "chorus_superlative": BenchmarkFolder, "judges_chorus": JudgeFolder,
-         "judges_chorus_pairwise": JudgeFolder, "bench": BenchFolder}
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_every_committed_folder_is_recognised_as_its_kind_and_reads_back_verified(folder):
+    from superb.folder.kinds import BenchFolder, BenchmarkFolder, JudgeFolder, TableFolder, kind_of, open_folder
+    from superb.folder.run_folder import RunFolder
+
+    KINDS = {"trec_dl_table": TableFolder, "chorus_superlative": BenchmarkFolder, "judges_chorus": JudgeFolder,
+             "judges_chorus_pairwise": JudgeFolder, "bench": BenchFolder}
     record = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
     kind = kind_of(record)
     assert kind is KINDS.get(folder.name, RunFolder), folder.name
@@ -37,6 +38,8 @@ def test_every_committed_folder_is_recognised_as_its_kind_and_reads_back_verifie
 def test_the_readers_baseline_rule_is_the_spec_parsers(monkeypatch):
     """baselines_of (what every reader of a folder uses) against superb.run.spec.parse_spec's on every committed run
     folder's spec that names no plug-in (parsing one imports its code)."""
+    from superb.folder.kinds import kind_of
+    from superb.folder.run_folder import RunFolder, baselines_of
     from superb.run.spec import parse_spec
 
     monkeypatch.chdir(ROOT)  # the specs name their run files relative to the project
@@ -82,11 +85,13 @@ def test_the_label_study_the_fill_and_the_report_take_the_same_baselines(chained
     from superb.judges.studies.label_run import runs_from_folder
     from superb.report.data import collect
 
-    assert open_folder(chained).baselines == EXPECTED
     _, study, info = runs_from_folder(chained, None, "local")
     assert study == EXPECTED and info["untested_without_baseline"] == []  # shuffle is tested against its input
     assert read_folder(chained).spec.baselines == EXPECTED
     assert collect(chained)["baselines"] == {s: b for s, b in EXPECTED.items() if b}
+    from superb.folder.kinds import open_folder
+
+    assert open_folder(chained).baselines == EXPECTED  # the one reader they all go through
 
 
 def test_the_results_writer_writes_provenance_once(tmp_path, monkeypatch):
