@@ -17,6 +17,7 @@ import pandas as pd
 from superb.errors import DataError
 from superb.folder import layout
 from superb.folder.base import ResultsFolder
+from superb.stage_scores import read_stage_scores
 
 
 def baselines_of(pipelines: Any, where: str = "the spec") -> dict[str, str | None]:
@@ -107,8 +108,6 @@ class RunFolder(ResultsFolder):
 
     def stage_scores(self) -> pd.DataFrame | None:
         """stage_scores.csv.gz (superb.stage_scores), or None for a folder written before it existed."""
-        from superb.stage_scores import read_stage_scores
-
         if not self.has(layout.STAGE_SCORES):
             return None
         self.file(layout.STAGE_SCORES)

@@ -51,6 +51,7 @@ from superb.run.experiment import ExperimentResult
 from superb.llm.prompts import file_records
 from superb.llm.ship import ship_responses
 from superb.folder import layout
+from superb.folder.kinds import open_folder
 from superb.folder.verify import Mismatch, as_records, note
 from superb.provenance import environment, write as write_provenance
 from superb.trec.runs import TIE_RULE, write_run
@@ -291,6 +292,4 @@ def cumulative_cost(pipelines, usage: pd.DataFrame) -> pd.DataFrame:
 def read_table(result_dir: Path) -> pd.DataFrame:
     """The table of a run's results folder, every view, measures under their spec names, each file checked against
     its recorded sha256 (superb.folder)."""
-    from superb.folder.kinds import open_folder
-
     return open_folder(result_dir).tables()

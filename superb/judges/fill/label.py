@@ -46,6 +46,7 @@ A later `superb run` of the spec rewrites the folder without these; run the fill
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -55,6 +56,11 @@ import numpy as np
 import pandas as pd
 
 from superb.atomic import check_replaceable
+from superb.folder.kinds import open_folder
+from superb.folder.layout import USAGE
+from superb.folder.run_folder import RunFolder, ShardFolder
+from superb.folder.spec import folder_spec
+from superb.folder.verify import as_records, note
 from superb.errors import DataError
 from superb.judges.fill.inputs import FillOptions, Folder
 from superb.judges.fill.write import write_fill
@@ -70,14 +76,6 @@ def read_folder(path: str | Path) -> Folder:
     """The folder's files, read through superb.folder (each checked against its recorded sha256; the systems'
     baselines by the folder's rule); a missing file or a shard folder is a DataError naming it. Files read with
     --unverified mark the filled table (a line under its heading) and its provenance ("unverified")."""
-    import dataclasses
-
-    from superb.folder.kinds import open_folder
-    from superb.folder.layout import USAGE
-    from superb.folder.run_folder import RunFolder, ShardFolder
-    from superb.folder.spec import folder_spec
-    from superb.folder.verify import as_records, note
-
     opened = open_folder(path, RunFolder, what="a folder written by `superb run` (or `superb merge`)")
     if isinstance(opened, ShardFolder):
         raise DataError(f"{path} is one shard of a run: merge the shards first (`superb merge`), then fill the merge")

@@ -29,6 +29,10 @@ import pandas as pd
 
 from superb.errors import DataError, SpecError
 from superb.eval.measures import parse_measures
+from superb.folder.kinds import open_folder
+from superb.folder.layout import SYSTEMS
+from superb.folder.run_folder import RunFolder
+from superb.folder.verify import as_records, note
 from superb.run.experiment import run_systems
 from superb.judges.commands.spec_studies import LabelStudySpec
 from superb.judges.pair_agreement import markdown_cells, markdown_header
@@ -42,11 +46,6 @@ def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_n
     """Runs and baselines of a `superb run` results folder, read through superb.folder (each file checked against
     its recorded sha256; each system's baseline by the spec's rule: its ``baseline``, else the ``input`` it reranks).
     A baseline that is not selected leaves its system untested (listed in info["untested_without_baseline"])."""
-    from superb.folder.kinds import open_folder
-    from superb.folder.layout import SYSTEMS
-    from superb.folder.run_folder import RunFolder
-    from superb.folder.verify import as_records, note
-
     try:
         opened = open_folder(folder, RunFolder, record_optional=True,
                              what="a folder written by `superb run` (relative paths are resolved against the current "
