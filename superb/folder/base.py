@@ -1,9 +1,9 @@
 """A results folder opened for reading: its provenance.json, read once, and every other file handed out verified.
 
 :class:`ResultsFolder` is the base of the folder kinds (superb.folder.kinds): a kind is a class that recognises its
-provenance.json (``recognises``), says what it is (``kind``, ``written_by``) and whether it is a collection (a folder
-of systems evaluated on one set of queries, what ``superb table`` takes as a column). Each file a reader asks for
-(:meth:`ResultsFolder.file`) is checked against the sha256 provenance.json records (superb.folder.verify), once.
+provenance.json (``recognises``), says what it is (``kind``, ``written_by``) and how to get a changed file back
+(``fix``). Each file a reader asks for (:meth:`ResultsFolder.file`) is checked against the sha256 provenance.json
+records (superb.folder.verify), once.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ class ResultsFolder:
 
     kind: ClassVar[str] = "a results folder"
     written_by: ClassVar[str] = "superb"
-    collection: ClassVar[bool] = False  # a set of systems evaluated on one set of queries (superb run, merge, ...)
 
     def __init__(self, path: Path, provenance: dict[str, Any], provenance_sha256: str | None, *,
                  unverified: bool | None = None):

@@ -46,7 +46,6 @@ class RunFolder(ResultsFolder):
 
     kind = "the results folder of a run"
     written_by = "`superb run`, `superb evaluate` or `superb merge`"
-    collection = True
 
     @classmethod
     def recognises(cls, record: dict[str, Any]) -> bool:
