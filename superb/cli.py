@@ -19,6 +19,7 @@ from superb.exit_codes import EXIT_LLM_FAILURES  # noqa: F401 - tests import it 
 from superb.llm.exit_code import llm_exit_code
 from superb import faults, interrupt, provenance
 from superb.atomic import check_replaceable, check_writable, replacing
+from superb.folder.verify import reading_unverified
 from superb.report import write_report
 from superb.run.dry_run_report import dry_run_report
 from superb.run.plugin_changes import changed_plugins
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with interrupt.handling():
         try:
-            with provenance.code_at_start():  # results record the code as it was when the command began
+            # results record the code as it was when the command began; --unverified reaches every folder it opens
+            with provenance.code_at_start(), reading_unverified(getattr(args, "unverified", False)):
                 status: int | None = int(args.func(args) or 0)
         except KeyboardInterrupt:  # a plug-in's own is a StageError where superb runs it (superb.faults)
             status = None
@@ -89,10 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--allow-plugins", action="store_true",
                        help="import and run the plug-ins (code from outside superb) the shards' spec names; without "
                             "it such shards are refused. Give it only for folders whose code you trust")
+    _unverified_flag(merge)
     merge.set_defaults(func=_cmd_merge)
 
     show = sub.add_parser("show", help="print the table of a results folder")
     show.add_argument("result", type=Path)
+    _unverified_flag(show)
     show.set_defaults(func=_cmd_show)
 
     compare = sub.add_parser("compare", help="set two results folders side by side")
@@ -101,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--measure", action="append", help="measures to show (default: all in both)")
     compare.add_argument("--different-queries", action="store_true",
                          help="print folders evaluated on different query sets side by side anyway (warned)")
+    compare.add_argument("--names", default=None, help="the two columns' labels, comma-separated (default: the "
+                                                       "folders' names, or their paths when the names are the same)")
+    _unverified_flag(compare)
     compare.set_defaults(func=_cmd_compare)
 
     evaluate = sub.add_parser("evaluate", help="evaluate run files against qrels with superb's statistics (no LLM): "
@@ -118,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--topics", type=Path, default=None, help="qid<TAB>query: the queries to evaluate")
     evaluate.add_argument("--name", default="evaluate", help="the table's name (default: evaluate)")
     evaluate.add_argument("--out", type=Path, default=None, help="results folder (default: results/NAME)")
+    _unverified_flag(evaluate)
     evaluate.set_defaults(func=_cmd_evaluate)
 
     table = sub.add_parser("table", help="the table a paper prints: systems by collections (one results folder "
@@ -135,18 +143,29 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--view", default="full", help="the folders' view to read (default: full)")
     table.add_argument("--out", type=Path, default=None, help="write table.md, table.csv and table.tex there "
                                                               "(default: print table.md only)")
+    _unverified_flag(table)
     table.set_defaults(func=_cmd_table)
 
     report = sub.add_parser("report", help="write report.html: the table, the cost plot and two systems' rankings "
                                            "side by side per query, one self-contained page")
     report.add_argument("result", type=Path, help="a results folder, e.g. results/quickstart")
     report.add_argument("--out", type=Path, default=None, help="the page (default: RESULT/report.html)")
+    _unverified_flag(report)
     report.set_defaults(func=_cmd_report)
 
     _register_optional(sub, "superb.llm.cli")
     _register_optional(sub, "superb.judges.commands.cli")
     _register_optional(sub, "superb.batch.cli")
+    _unverified_flag(sub.choices["judge"])  # --fill and a [label_study] read a results folder
     return parser
+
+
+def _unverified_flag(parser: argparse.ArgumentParser) -> None:
+    """``--unverified``: every command that reads a results folder checks each file it reads against the sha256 its
+    provenance.json records and refuses a changed one (superb.folder.verify); this reads it anyway."""
+    parser.add_argument("--unverified", action="store_true",
+                        help="read a results folder's files even where they differ from the sha256 its provenance.json "
+                             "records (the output is marked unverified)")
 
 
 def _register_optional(sub, module: str) -> None:
@@ -195,10 +214,11 @@ def _cmd_evaluate(args) -> int:
     check_replaceable(out, inputs=[*args.runs, args.qrels, *(p for p in (args.topics, args.hypotheses) if p)])
     check_writable(out)
     baseline = None if args.baseline.lower() == "none" else args.baseline
-    result = evaluate_runs(args.runs, qrels=args.qrels, names=args.names, baseline=baseline, measures=args.measures,
-                           views=args.views, rel=args.rel, hypotheses=args.hypotheses, name=args.name,
-                           topics=args.topics)
-    _write(result, out)
+    result, unverified = evaluate_runs(args.runs, qrels=args.qrels, names=args.names, baseline=baseline,
+                                       measures=args.measures, views=args.views, rel=args.rel,
+                                       hypotheses=args.hypotheses, name=args.name, topics=args.topics,
+                                       unverified=args.unverified)
+    _write(result, out, unverified)
     print(shown((out / "table.md").read_text(encoding="utf-8")))
     print(f"results written to {out}/ (0 LLM calls)")
     try:
@@ -208,13 +228,14 @@ def _cmd_evaluate(args) -> int:
     return 0
 
 
-def _write(result, out: Path) -> None:
+def _write(result, out: Path, unverified=()) -> None:
     """write_results, with a failure to write (a full disk, a folder made read-only during the run) a SuperbError
-    naming the path and what became of the LLM answers (exit 2, not a traceback)."""
+    naming the path and what became of the LLM answers (exit 2, not a traceback). ``unverified``: input files read
+    with --unverified (superb.folder.verify.Mismatch), marked in the folder."""
     from superb.run.results import write_results
 
     try:
-        write_results(result, out)
+        write_results(result, out, unverified=tuple(unverified))
     except OSError as exc:
         where = exc.filename or out
         cache = ((result.llm_info or {}).get("cache") or {}).get("path")
@@ -244,12 +265,12 @@ def _cmd_merge(args) -> int:
     from superb.run.merge import merge_shards
     from superb.run.results import write_results
 
-    result = merge_shards(args.shards, allow_plugins=args.allow_plugins)
+    result, unverified = merge_shards(args.shards, allow_plugins=args.allow_plugins)
     spec = result.spec
     out = args.out or Path(spec.output or Path("results") / spec.name)
     if any(out.resolve() == Path(s).resolve() for s in args.shards):
         raise SuperbError(f"--out {out} is one of the shard folders: write the merge elsewhere")
-    write_results(result, out)
+    write_results(result, out, unverified=tuple(unverified))
     print((out / "table.md").read_text(encoding="utf-8"))
     for s in result.sharding["merged"]:
         print(f"shard {s['shard']}: {s['queries']} queries from {s['folder']}")
@@ -282,16 +303,19 @@ def _cmd_table(args) -> int:
 
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     frame = paper_table(args.folders, measures=args.measures, names=names, anchors=args.anchors,
-                        average=args.average, view=args.view)
+                        average=args.average, view=args.view, unverified=args.unverified)
     if args.out is None:
         print(format_markdown(frame))
         print("pass --out DIR to write table.md, table.csv and table.tex")
         return 0
     with replacing(args.out) as tmp:  # replaced as a whole, as a results folder; refused if not superb's
         write_paper_table(frame, tmp, title=args.out.name)
-        provenance.write(tmp, {"command": _table_command(args), "collections": frame.attrs["collections"],
-                               "measures": frame.attrs["measures"], "average": frame.attrs["average"],
-                               "files": provenance.folder_files(tmp)})
+        record = {"command": _table_command(args), "collections": frame.attrs["collections"],
+                  "measures": frame.attrs["measures"], "average": frame.attrs["average"],
+                  "inputs": frame.attrs["inputs"]}  # each folder read: its provenance's and files' sha256
+        if frame.attrs["unverified"]:
+            record["unverified"] = frame.attrs["unverified"]
+        provenance.write(tmp, record, hash_files=True)
     print((args.out / "table.md").read_text(encoding="utf-8"))
     print(f"written to {args.out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{booktabs}})")
     return 0
@@ -310,14 +334,21 @@ def _table_command(args) -> list[str]:
         command.append("--average")
     if args.view != "full":
         command += ["--view", args.view]
+    if args.unverified:
+        command.append("--unverified")
     return command
 
 
 def _cmd_show(args) -> int:
-    """table.md of a `superb run` folder; agreement.md and pairwise.md of a `superb judge` folder."""
+    """table.md of a `superb run` folder (checked against its recorded sha256, as every read of a results folder:
+    superb.folder); agreement.md and pairwise.md of a `superb judge` folder."""
     path = args.result / "table.md"
-    shown_files = [path] if path.is_file() else [args.result / n for n in ("agreement.md", "pairwise.md")
-                                                 if (args.result / n).is_file()]
+    if path.is_file():
+        from superb.eval.compare import shown_table
+
+        print(shown(shown_table(args.result, unverified=args.unverified)))
+        return 0
+    shown_files = [args.result / n for n in ("agreement.md", "pairwise.md") if (args.result / n).is_file()]
     if not shown_files:
         raise SuperbError(f"{path} does not exist: give a folder written by `superb run` or `superb judge` "
                           "(e.g. results/NAME)")
@@ -326,64 +357,14 @@ def _cmd_show(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from superb.eval.table_markdown import format_side_by_side, side_by_side
-    from superb.run.results import read_table
+    from superb.eval.compare import compare
 
-    try:
-        a, b = read_table(args.a), read_table(args.b)
-    except FileNotFoundError as exc:
-        raise SuperbError(str(exc)) from exc
-    names = (args.a.name, args.b.name)
-    differ = query_sets_differ(args.a, args.b)
-    if differ and not args.different_queries:
-        raise SuperbError(f"{differ}: their means are not comparable. Compare folders evaluated on the same queries, "
-                          "or pass --different-queries to print them side by side anyway")
-    if differ:
-        print(f"superb: warning: {differ}; the differences below mix query sets", file=sys.stderr)
-    measures = None if not args.measure else [compared_measure(m, set(a["measure"]) | set(b["measure"]))
-                                              for m in args.measure]
-    print(format_side_by_side(side_by_side(a, b, names=names, measures=measures), names))
+    done = compare(args.a, args.b, names=args.names, measures=args.measure, different_queries=args.different_queries,
+                   unverified=args.unverified)
+    for warning in done.warnings:
+        print(f"superb: warning: {warning}", file=sys.stderr)
+    print(done.text)
     return 0
-
-
-def query_sets_differ(a: Path, b: Path) -> str:
-    """"" when two results folders were evaluated on the same queries (their topics.tsv), else a sentence naming the
-    counts: shared, only in one, only in the other."""
-    def qids(folder: Path) -> set[str]:
-        path = folder / "topics.tsv"
-        if not path.is_file():
-            raise SuperbError(f"{path} does not exist: `superb compare` takes folders written by `superb run`")
-        return {line.split("\t", 1)[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
-
-    qa, qb = qids(a), qids(b)
-    if qa == qb:
-        return ""
-    return (f"{a} and {b} were evaluated on different queries: {len(qa & qb)} shared, {len(qa - qb)} only in "
-            f"{a.name}, {len(qb - qa)} only in {b.name}")
-
-
-def compared_measure(name: str, known: set[str]) -> str:
-    """The table's name for ``--measure name``: itself, or the one measure it names once the binary threshold is set
-    (a spec's ``P@5`` is written ``P(rel=2)@5`` on a data set whose threshold is 2); else a SuperbError listing them."""
-    import ir_measures
-
-    if name in known:
-        return name
-
-    def key(text: str, keep_rel: bool):
-        try:
-            m = ir_measures.parse_measure(text)
-        except Exception:  # noqa: BLE001 - ir_measures raises NameError, ValueError, AssertionError... on bad names
-            return None
-        return m.NAME, tuple(sorted((k, v) for k, v in m.params.items() if keep_rel or k != "rel"))
-
-    explicit = "rel" in name
-    wanted = key(name, keep_rel=explicit)
-    same = sorted(k for k in known if wanted is not None and key(k, keep_rel=explicit) == wanted)
-    if len(same) == 1:
-        return same[0]
-    why = f"it could be any of {same}" if same else "it is in neither table"
-    raise SuperbError(f"--measure {name!r}: {why}; the tables have {', '.join(sorted(known))}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """What produced a result: package versions, the project's commit, the host, timings. Never secrets.
 
 One writer for every results folder (``superb run``, ``superb judge``, benchmarks, fills): :func:`write` adds
-``packages``, ``project`` and ``host`` to the folder's record and writes provenance.json.
+``packages``, ``project`` and ``host`` to the folder's record and, for a folder whose files are read back, ``files``
+(each file's sha256, which superb.folder checks every read against), and writes provenance.json once: the caller
+gathers the whole record first (the results writer ships the LLM responses before, and puts their summary in it).
 
 The project's code state: ``project.commit`` (HEAD) and ``project.dirty`` (uncommitted changes to the code; the
 results/ tree is data, not code, and is left out, so re-writing a committed folder does not make the tree dirty).
@@ -33,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from superb.digest import sha256_file
+from superb.folder.layout import NOT_HASHED, PROVENANCE, SOURCE_PATCH
 
 PACKAGES = ("superb", "python-terrier", "pyterrier", "pyterrier-pisa", "ir-datasets", "ir-measures", "openai",
             "pandas", "numpy", "scipy", "xllamacpp", "onnxruntime")
 ROOT = Path(__file__).resolve().parents[1]
-PATCH_FILE = "source.patch"
+PATCH_FILE = SOURCE_PATCH
 PATCH_LIMIT = 1_000_000  # bytes; a larger diff is recorded by hash and size only
 _NOT_CODE = ":(exclude)results"  # pathspec: the results tree is not code
 _START: dict[str, Any] = {}  # code_at_start(): {"commit": str | None, "patch": str | None} at the command's start
@@ -129,7 +132,7 @@ def record_code(folder: str | Path, patch_file: str = PATCH_FILE) -> dict[str, A
                                              else bool(now_patch)}
             log.warning("the project's code changed while this command ran (commit %s%s at the start, %s%s now): "
                         "%s records the start state", (_START["commit"] or "?")[:12], " + changes" if patch else "",
-                        (now_commit or "?")[:12], " + changes" if now_patch else "", Path(folder) / "provenance.json")
+                        (now_commit or "?")[:12], " + changes" if now_patch else "", Path(folder) / PROVENANCE)
     else:
         patch = now_patch
         project = _commit_record(now_commit, patch, patch_file)
@@ -148,24 +151,28 @@ def host() -> dict[str, str | int | None]:
     return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}
 
 
-def write(folder: str | Path, record: dict[str, Any], *, environment_of: dict[str, Any] | None = None) -> Path:
-    """THE writer of provenance.json: ``record`` plus packages, project and host (measured now, with source.patch
-    beside it when the code is dirty; or taken from ``environment_of``, a provenance read back, to keep what an
-    earlier write recorded). Returns the provenance.json path."""
+def environment(folder: str | Path) -> dict[str, Any]:
+    """What every record gets, measured now: ``packages``, ``project`` (with source.patch written into ``folder``
+    when the code is dirty: :func:`record_code`) and ``host``."""
+    return {"packages": package_versions(), "project": record_code(folder), "host": host()}
+
+
+def write(folder: str | Path, record: dict[str, Any], *, environment_of: dict[str, Any] | None = None,
+          hash_files: bool = False) -> Path:
+    """THE writer of provenance.json, called once per folder a command writes: ``record`` plus packages, project and
+    host (measured now by :func:`environment`, with source.patch beside it when the code is dirty; or taken from
+    ``environment_of``, an environment measured earlier or a provenance read back, to keep what it recorded), then,
+    with ``hash_files``, ``files``: the sha256 of every other file of the folder (:func:`folder_files`), which every
+    reader checks what it reads against (superb.folder.verify). Returns the provenance.json path."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    if environment_of is not None:
-        env = {k: environment_of.get(k) for k in ("packages", "project", "host")}
-    else:
-        env = {"packages": package_versions(), "project": record_code(folder), "host": host()}
-    path = folder / "provenance.json"
-    path.write_text(json.dumps({**record, **env}, indent=2, ensure_ascii=False, default=str) + "\n",
-                    encoding="utf-8")
+    source = environment(folder) if environment_of is None else environment_of
+    full = {**record, **{k: source.get(k) for k in ("packages", "project", "host")}}
+    if hash_files:
+        full["files"] = folder_files(folder)
+    path = folder / PROVENANCE
+    path.write_text(json.dumps(full, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     return path
-
-
-#: files of a results folder its provenance.json does not hash: the reader's README.md (carried over, edited by hand)
-NOT_HASHED = ("README.md",)
 
 
 def folder_files(folder: str | Path, skip: tuple[str, ...] = NOT_HASHED) -> dict[str, str | None]:
@@ -175,14 +182,14 @@ def folder_files(folder: str | Path, skip: tuple[str, ...] = NOT_HASHED) -> dict
     folder = Path(folder)
     found = {p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(folder.rglob("*"))
              if p.is_file() and p.relative_to(folder).as_posix() not in skip}
-    found["provenance.json"] = None
+    found[PROVENANCE] = None
     return dict(sorted(found.items()))
 
 
 def record_file(folder: str | Path, name: str) -> None:
     """Add (or update) one file written after provenance.json (report.html) to its ``files``, with its sha256; a
     folder without provenance.json, or whose ``files`` is an old list of names, is left as it is."""
-    path = Path(folder) / "provenance.json"
+    path = Path(folder) / PROVENANCE
     if not path.is_file():
         return
     text = path.read_text(encoding="utf-8")
@@ -203,7 +210,7 @@ def recorded_patch_ok(folder: str | Path, project: dict[str, Any]) -> str | None
     diff = project.get("diff")
     if not diff:
         if project.get("dirty"):
-            return ("provenance.json records a dirty tree (uncommitted changes) but no diff, so the code that wrote "
+            return (f"{PROVENANCE} records a dirty tree (uncommitted changes) but no diff, so the code that wrote "
                     "the folder cannot be recovered; re-issue it from committed code (`superb responses replay` then "
                     "`superb run`, 0 LLM calls)")
         return None
@@ -217,7 +224,7 @@ def recorded_patch_ok(folder: str | Path, project: dict[str, Any]) -> str | None
     return None
 
 
-BENCH_RECORD = "provenance.json"  # in results/bench/: one entry per figure file
+BENCH_RECORD = PROVENANCE  # in results/bench/: one entry per figure file
 
 
 def record_bench(out_dir: str | Path, files: list[str | Path], bench: str) -> Path:

@@ -21,8 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from superb.errors import DataError
+from superb.folder.layout import STAGE_SCORES
 
-FILE = "stage_scores.csv.gz"
+FILE = STAGE_SCORES  # superb.folder.layout: every file name of a results folder
 TOP = 10  # the rows report.html shows per system and query
 KEYS = ["system", "qid", "docno", "rank"]
 

@@ -11,7 +11,7 @@ from statsmodels.stats.multitest import multipletests
 import ir_measures
 from superb.eval.evaluate import View, families, make_views, per_query, significance
 from superb.eval.table_markdown import family_sizes, format_markdown, format_side_by_side, side_by_side
-from superb.eval.table_files import read_tables, write_tables
+from superb.eval.table_files import read_table_files, write_tables
 from superb.eval.stats import PairedTest
 
 N = 30
@@ -204,7 +204,7 @@ def test_table_files_keep_raw_and_corrected_pvalues_and_name_condensed_measures_
     a = back[(back.system == "BM25 >> A") & (back.measure == "RR") & (back.view == "full")].iloc[0]
     assert a["p"] < 0.05 < a["p_corrected"] and not a["reject"]
     assert set(back[back.view == "condensed"]["measure"]) == {"RR(judged_only=True)", "P(judged_only=True)@3"}
-    again = read_tables(tmp_path / "out")  # spec names again, every row and value as written
+    again = read_table_files(paths)  # spec names again, every row and value as written
     assert set(again["measure"]) == set(table["measure"]) and len(again) == len(table)
     merged = again.merge(table, on=["system", "view", "measure", "family"], suffixes=("", "_mem"))
     assert len(merged) == len(table) and (merged["mean"] == merged["mean_mem"]).all()
@@ -215,7 +215,7 @@ def test_a_view_with_labels_of_its_own_goes_to_its_own_file(tmp_path):
     paths = write_tables(pd.concat([full, full.assign(view="filled")]), tmp_path / "out")
     assert [p.name for p in paths] == ["table.csv", "table_filled.csv"]
     assert set(pd.read_csv(paths[0])["view"]) == {"full"} and set(pd.read_csv(paths[1])["view"]) == {"filled"}
-    assert set(read_tables(tmp_path / "out")["view"]) == {"full", "filled"}
+    assert set(read_table_files(paths)["view"]) == {"full", "filled"}
 
 
 def test_side_by_side_means_and_difference():

@@ -2,8 +2,9 @@
 function-local imports included (the graph of tests/test_import_cycles.py).
 
   0 ground     errors, options (every spec reader), digest, paths, atomic, exit codes, interrupts, faults, run files,
-               provenance, terminal (status lines, wrapping): what everything may use
-  1 services   llm (client, cache, prompts), data (collections), eval (measures, tests, tables)
+               provenance, terminal (status lines, wrapping), a results folder's file names: what everything may use
+  1 services   llm (client, cache, prompts), data (collections), eval (measures, tests, tables), results folders read
+               back (superb.folder; parsing a folder's spec, superb.folder.spec, is a command)
   2 stages     pipelines (first stages, systems), transformers (rerankers)
   3 studies    judges (the judge core, the studies), report (report.html), batch (batch files), extend (the public
                extension API: rerankers' and judges' bases)
@@ -22,11 +23,11 @@ from test_import_cycles import import_graph
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("superb.errors", "superb.options", "superb.digest", "superb.paths", "superb.atomic", "superb.exit_codes",
         "superb.interrupt", "superb.faults", "superb.trec", "superb.stage_scores", "superb.provenance",
-        "superb.terminal"),
-    1: ("superb.llm", "superb.data", "superb.eval"),
+        "superb.terminal", "superb.folder.layout"),
+    1: ("superb.llm", "superb.data", "superb.eval", "superb.folder"),
     2: ("superb.pipelines", "superb.transformers"),
     3: ("superb.judges", "superb.report", "superb.batch", "superb.extend"),
-    4: ("superb.run", "superb.cli", "superb.judges.commands", "superb.judges.fill",
+    4: ("superb.run", "superb.cli", "superb.folder.spec", "superb.judges.commands", "superb.judges.fill",
         "superb.judges.studies.label_run", "superb.judges.studies.calibration_run", "superb.batch.cli",
         "superb.batch.collect"),
 }

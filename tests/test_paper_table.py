@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from folder_helpers import rerecord
 from superb.cli import main
 from superb.eval.paper_table import SPEC_DEFAULTS, paper_table
 from superb.eval.paper_table_latex import escape, format_latex
@@ -71,6 +72,7 @@ def test_a_system_absent_from_a_collection_is_a_dash_and_the_average_only_when_a
     dl20 = copy_folder(DL20, tmp_path / "dl20")
     table = pd.read_csv(dl20 / "table.csv")
     table[table["system"] != "BM25 >> PRP heapsort top10"].to_csv(dl20 / "table.csv", index=False)
+    rerecord(dl20)
     frame = paper_table([DL19, dl20], names=["DL19", "DL20"])
     assert "average" not in set(frame["collection"])
     md = format_markdown(frame)
@@ -113,6 +115,7 @@ def test_a_measure_a_folder_lacks_is_refused_naming_the_folder(capsys, tmp_path)
     dl20 = copy_folder(DL20, tmp_path / "dl20")
     table = pd.read_csv(dl20 / "table.csv")
     table[table["measure"] != "nDCG@5"].to_csv(dl20 / "table.csv", index=False)
+    rerecord(dl20)
     err = refused(capsys, DL19, dl20, "--measures", "nDCG@10", "nDCG@5")
     assert f"superb: error: {dl20}: measure 'nDCG@5': it is not in its table.csv" in err
     assert "Traceback" not in err
@@ -123,6 +126,7 @@ def test_a_measure_with_another_rel_threshold_is_refused(capsys, tmp_path):
     table = pd.read_csv(dl20 / "table.csv")
     table["measure"] = table["measure"].str.replace("P(rel=2)@10", "P@10", regex=False)  # as if rel = 1
     table.to_csv(dl20 / "table.csv", index=False)
+    rerecord(dl20)
     err = refused(capsys, DL19, dl20, "--measures", "nDCG@10", "P@10")
     assert "measure 'P@10' is not the same measure in every folder" in err
     assert f"{DL19} computes P(rel=2)@10" in err and f"{dl20} computes P@10" in err and "rel threshold" in err
@@ -186,6 +190,7 @@ def test_special_characters_in_names_are_escaped(tmp_path):
     nasty = "A&B 100% $x #1 my_run {v} ~t ^2 back\\slash"
     table["system"] = table["system"].replace({"BM25 >> PRP heapsort top10": nasty})
     table.to_csv(dl19 / "table.csv", index=False)
+    rerecord(dl19)
     tex = format_latex(paper_table([dl19, DL20], names=["DL_19", "DL20"]))
     assert braces_balance(tex)
     expected = ("A\\&B 100\\% \\$x \\#1 my\\_run \\{v\\} \\textasciitilde{}t \\textasciicircum{}2 "

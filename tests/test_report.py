@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from folder_helpers import rerecord
 from local_data import DOCS, QRELS
 from report_helpers import tiny_folder  # noqa: F401 (a fixture)
 from superb.report.markdown import split_row, to_html
@@ -71,6 +72,7 @@ def test_the_payload_of_a_real_folder(tiny_folder, tmp_path):
     # an LLM judge's labels (the format `superb judge --fill` writes): for every product of BM25's run
     bm25 = [line.split() for line in (folder / "runs" / "BM25.run").read_text().splitlines()]
     (folder / "llm_qrels.trec").write_text("".join(f"{q} 0 {d} 0\n" for q, _, d, *_ in bm25))
+    rerecord(folder)  # as `superb judge --fill` records the file it writes
 
     payload = collect(folder)
     assert payload["systems"] == ["BM25", "BM25 >> shuffle", "BM25 >> shuffle >> random"]
@@ -113,7 +115,7 @@ def test_superb_report_writes_the_page_and_names_a_wrong_folder(tiny_folder, tmp
     assert main(["report", str(folder), "--out", str(out)]) == 0
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert main(["report", str(tmp_path / "nothing")]) == 2
-    assert "nothing/systems.json does not exist" in capsys.readouterr().err
+    assert "nothing does not exist" in capsys.readouterr().err
 
 
 def test_a_script_end_inside_the_data_cannot_end_the_page(tiny_folder):

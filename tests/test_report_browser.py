@@ -153,12 +153,14 @@ def test_the_address_picks_the_systems_and_the_filter(tiny_folder, tmp_path):
 def test_human_labels_first_then_the_llm_label_where_there_is_none(tiny_folder, tmp_path):
     import shutil
 
+    from folder_helpers import rerecord
     from local_data import QRELS
     from superb.cli import main
 
     folder = shutil.copytree(tiny_folder, tmp_path / "copy")
     bm25 = [line.split() for line in (folder / "runs" / "BM25.run").read_text().splitlines()]
     (folder / "llm_qrels.trec").write_text("".join(f"{q} 0 {d} 0\n" for q, _, d, *_ in bm25))  # 0 for every product
+    rerecord(folder)  # as `superb judge --fill` records the file it writes
     assert main(["report", str(folder)]) == 0
     dom = parse(browse(folder / "report.html", tmp_path, fragment="#a=BM25&b=BM25"))
     human = {d: label for _, d, label in QRELS}  # the tiny data set's docnos are unique across its two queries

@@ -65,7 +65,7 @@ def test_evaluate_refuses_an_unwritable_out_before_reading_anything(tmp_path, ca
 def test_a_write_that_fails_after_the_calls_is_an_error_and_the_answers_are_kept(data, capsys, monkeypatch):
     import superb.run.results
 
-    def full_disk(result, ev, out_dir):
+    def full_disk(result, ev, out_dir, *rest):
         (out_dir / "table.md").write_text("half")
         raise OSError(errno.ENOSPC, "No space left on device", str(out_dir / "perquery.csv"))
 

@@ -4,7 +4,11 @@
 already stored are read back, only the others are encoded (the wrapped encoder is built on first need, so a warm run
 never loads the model), and their vectors are stored. The store is one SQLite file per model under
 ``$SUPERB_HOME/embeddings/``, named by the model's sha256 and the length budget (max tokens per text), keyed by the
-sha256 of the exact text: a new model, another budget or another text is another key, never a stale vector.
+sha256 of the exact text: a new model, another budget or another text is another key, never a stale vector. Each
+vector is stored with a checksum (:func:`vector_checksum`: sha256 of its key and bytes), checked on every read: bytes
+changed inside a stored vector (SQLite's integrity check does not look inside a value) are a DataError naming the
+store and the way out, never a silent number. A store written before checksums is migrated when it is opened to
+write (the column added, every vector's checksum computed once); opened read-only (a dry run) it is read unchecked.
 
 Why: the TREC DL command re-derives a year from the shipped LLM answers with 0 calls, yet the bi-encoder re-encoded
 its 4,300 passages every time (163 of its 181 s on two cores). A damaged store file is a DataError naming it (delete
@@ -26,8 +30,10 @@ import numpy as np
 from superb import paths
 from superb.errors import DataError
 
-_SCHEMA = "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)"
+_SCHEMA = "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL, checksum TEXT)"
 _READ_ONLY: ContextVar[bool] = ContextVar("embeddings_read_only", default=False)
+#: set to False only by bench/checksum_cost.py, to measure what the check costs (never in a command)
+VERIFY = True
 
 
 @contextlib.contextmanager
@@ -47,6 +53,32 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def vector_checksum(key: str, blob: bytes) -> str:
+    """sha256 of a stored vector's key and bytes (what a read checks)."""
+    return hashlib.sha256(key.encode("utf-8") + b"\0" + bytes(blob)).hexdigest()
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the checksum column to a store written before it existed and fill it, in one transaction."""
+    conn.create_function("superb_vector_checksum", 2, vector_checksum, deterministic=True)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if "checksum" not in _columns(conn):
+            conn.execute("ALTER TABLE embeddings ADD COLUMN checksum TEXT")
+            conn.execute("UPDATE embeddings SET checksum = superb_vector_checksum(key, vector)")
+        conn.execute("COMMIT")
+    except BaseException:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:  # a damaged file may refuse the rollback too: the first error is the one
+            pass
+        raise
+
+
+def _columns(conn: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in conn.execute("PRAGMA table_info(embeddings)")}
+
+
 class EmbeddingStore:
     """Vectors by text for one model and length budget, in ``folder/<name>.sqlite`` (default folder:
     ``$SUPERB_HOME/embeddings``)."""
@@ -57,6 +89,7 @@ class EmbeddingStore:
         self._lock = threading.Lock()
         self.read_only = _READ_ONLY.get()
         self._conn = None
+        self._checksums = False  # the store's vectors carry checksums (a store opened read-only may predate them)
         if self.read_only and not self.path.is_file():
             return  # nothing stored yet, and nothing may be created: every text is a miss
         try:
@@ -65,10 +98,13 @@ class EmbeddingStore:
             if not self.read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute(_SCHEMA)
+                if "checksum" not in _columns(self._conn):  # written before vectors carried checksums
+                    _migrate(self._conn)
+            self._checksums = "checksum" in _columns(self._conn)
         except (sqlite3.DatabaseError, OSError) as exc:
             raise self._damaged(exc) from None
 
-    def _damaged(self, exc: Exception) -> DataError:
+    def _damaged(self, exc: Exception | str) -> DataError:
         if isinstance(exc, OSError) or (isinstance(exc, sqlite3.OperationalError) and
                                         any(w in str(exc) for w in ("unable to open", "readonly", "locked"))):
             return DataError(f"the embedding store {self.path} cannot be opened or written ({exc}): make "
@@ -83,27 +119,38 @@ class EmbeddingStore:
         if self._conn is None:
             return found
         items = list(keys)
+        checksum = "checksum" if self._checksums else "NULL"
+        damaged: list[str] = []
         with self._lock:
             try:
                 for start in range(0, len(items), _CHUNK):
                     chunk = items[start:start + _CHUNK]
                     marks = ",".join("?" * len(chunk))
-                    for key, blob in self._conn.execute(
-                            f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk):
-                        if len(blob) == 4 * self.dim:  # a row of another shape is a miss, overwritten below
+                    for key, blob, stored in self._conn.execute(
+                            f"SELECT key, vector, {checksum} FROM embeddings WHERE key IN ({marks})", chunk):
+                        if stored is not None and VERIFY and stored != vector_checksum(key, blob):
+                            damaged.append(key)
+                        elif len(blob) == 4 * self.dim:  # a row of another shape is a miss, overwritten below
                             found[keys[key]] = np.frombuffer(blob, dtype=np.float32).copy()
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
+        if damaged:
+            raise self._damaged(f"{len(damaged)} stored vector(s) do not match their checksum, e.g. the vector of "
+                                f"text key {damaged[0][:16]}: its bytes were changed after it was stored")
         return found
 
     def put(self, vectors: dict[str, np.ndarray]) -> None:
         if self.read_only or self._conn is None:
             return
-        rows = [(text_key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()]
+        rows = []
+        for text, vector in vectors.items():
+            key, blob = text_key(text), np.asarray(vector, dtype=np.float32).tobytes()
+            rows.append((key, blob, vector_checksum(key, blob)))
         with self._lock:
             try:
                 self._conn.execute("BEGIN")
-                self._conn.executemany("INSERT OR REPLACE INTO embeddings (key, vector) VALUES (?, ?)", rows)
+                self._conn.executemany("INSERT OR REPLACE INTO embeddings (key, vector, checksum) VALUES (?, ?, ?)",
+                                       rows)
                 self._conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None

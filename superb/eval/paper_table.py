@@ -9,6 +9,11 @@ the collections' means per system and measure (collection ``average``: no test, 
 in every collection). ``anchors`` (a CSV such as experiments/anchors_trec_dl.csv) appends other systems' published
 numbers, quoted from their sources (not run here), with the model each used: ``kind`` "quoted", never tested.
 
+Each folder is opened through superb.folder (a run's folder: a ``superb table`` folder or a judge folder is refused,
+naming what it is), and each file read is checked against the sha256 its provenance.json records; ``unverified=True``
+(``--unverified``) reads a file that differs anyway and marks the table (``frame.attrs["unverified"]``). The frame's
+``attrs["inputs"]`` records every folder read: its provenance.json's sha256 and the sha256 of each file read.
+
 Refused (SuperbError, naming the folder and the measure): a measure a folder lacks; a measure whose binary relevance
 threshold differs between folders (``P(rel=2)@10`` in one, ``P@10`` in another: not the same measure); two folders of
 the same collection (the same queries and labels, or the same data set and query selection). Writers:
@@ -28,9 +33,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from superb.errors import DataError, SuperbError
-from superb.eval.table_files import read_tables
+from superb.errors import SuperbError
 from superb.eval.table_markdown import _mark, main_rows
+from superb.folder import layout
+from superb.folder.kinds import open_folder
+from superb.folder.run_folder import RunFolder
+from superb.folder.verify import as_records
 
 COLUMNS = ["system", "collection", "measure", "mean", "delta", "ci_low", "ci_high", "p", "p_corrected", "verdict",
            "kind", "mark", "role", "baseline", "n_queries", "model", "source"]
@@ -58,23 +66,29 @@ class Collection:
     measures: dict[str, str] = field(default_factory=dict)  # the measure asked for -> the folder's name of it
 
 
+TAKES = ("one folder per collection, written by `superb run`, `superb evaluate` or `superb merge` (e.g. "
+         "results/trec_dl19 results/trec_dl20)")
+
+
 def paper_table(folders: Sequence[str | Path], *, measures: Sequence[str] | None = None,
                 names: Sequence[str] | None = None, anchors: str | Path | None = None, average: bool = False,
-                view: str = "full") -> pd.DataFrame:
+                view: str = "full", unverified: bool | None = None) -> pd.DataFrame:
     """The long form of the paper's table (columns :data:`COLUMNS`; see the module docstring). ``frame.attrs``
-    holds ``collections`` (:class:`Collection` as dicts, in column order), ``measures`` (the table's names) and
-    ``average``, which the writers need."""
-    folders = [Path(f) for f in folders]
+    holds ``collections`` (:class:`Collection` as dicts, in column order), ``measures`` (the table's names),
+    ``average``, which the writers need, ``inputs`` (each folder read, with the sha256 of what was read) and
+    ``unverified`` (files read although not as recorded: superb.folder.verify.Mismatch as dicts)."""
+    opened = [open_folder(f, RunFolder, unverified=unverified, what=TAKES) for f in folders]
+    folders = [f.path for f in opened]
     measures = list(measures or DEFAULT_MEASURES)
     names = list(names) if names else [f.name for f in folders]
     if len(names) != len(folders):
         raise SuperbError(f"--names gives {len(names)} names ({', '.join(names)}) for {len(folders)} folders: give "
                           "one collection name per folder, in the same order")
-    _refuse_same_collection(folders)
+    _refuse_same_collection(opened)
     if len(set(names)) != len(names) or AVERAGE in names:
         raise SuperbError(f"--names {','.join(names)}: each collection needs its own name (and not {AVERAGE!r})")
     tables, collections = [], []
-    for folder, name in zip(folders, names):
+    for folder, name in zip(opened, names):
         table, collection = _read_folder(folder, name, measures, view)
         tables.append(table)
         collections.append(collection)
@@ -86,16 +100,15 @@ def paper_table(folders: Sequence[str | Path], *, measures: Sequence[str] | None
         frame = pd.concat([frame, _averages(frame, names)], ignore_index=True)
     frame = frame.reindex(columns=COLUMNS)
     frame["n_queries"] = frame["n_queries"].astype("Int64")
-    frame.attrs = {"collections": [asdict(c) for c in collections], "measures": shown, "average": bool(average)}
+    frame.attrs = {"collections": [asdict(c) for c in collections], "measures": shown, "average": bool(average),
+                   "inputs": [{"collection": n, **f.inputs_record()} for f, n in zip(opened, names)],
+                   "unverified": as_records([m for f in opened for m in f.mismatches])}
     return frame
 
 
-def _read_folder(folder: Path, name: str, measures: list[str], view: str) -> tuple[pd.DataFrame, Collection]:
-    try:
-        table = read_tables(folder)
-    except FileNotFoundError as exc:
-        raise SuperbError(f"{exc}") from None
-    record = _provenance(folder)
+def _read_folder(opened: RunFolder, name: str, measures: list[str], view: str) -> tuple[pd.DataFrame, Collection]:
+    folder, record = opened.path, opened.provenance
+    table = opened.tables()
     rows = main_rows(table)
     views = list(pd.unique(rows["view"]))
     rows = rows[rows["view"] == view]
@@ -111,7 +124,7 @@ def _read_folder(folder: Path, name: str, measures: list[str], view: str) -> tup
                             alpha=float(evaluation["alpha"]),
                             declared=bool((record.get("spec") or {}).get("hypotheses")),
                             baselines=baselines, measures=chosen)
-    models = _models(folder, record)
+    models = _models(opened)
     out = pd.DataFrame({
         "system": rows["system"].astype(str), "collection": name, "measure": rows["measure"],
         **{c: rows[c] if c in rows.columns else math.nan for c in ("mean", "delta", "ci_low", "ci_high", "p",
@@ -124,28 +137,15 @@ def _read_folder(folder: Path, name: str, measures: list[str], view: str) -> tup
     return out.reset_index(drop=True), collection
 
 
-def _provenance(folder: Path) -> dict:
-    path = folder / "provenance.json"
-    if not path.is_file():
-        raise SuperbError(f"{path} does not exist: `superb table` takes folders written by `superb run` or "
-                          "`superb evaluate`")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not valid JSON ({exc})") from None
-
-
-def _models(folder: Path, record: dict) -> dict[str, str]:
+def _models(folder: RunFolder) -> dict[str, str]:
     """system -> the model it used: the folder's LLM for a system that made LLM requests, the bi-encoder's model for
     a bi-encoder stage, "" otherwise (BM25, a given run)."""
     out = {}
-    llm = (record.get("llm") or {}).get("model") or ""
-    usage = folder / "usage.csv"
-    if llm and usage.is_file():
-        frame = pd.read_csv(usage)
-        if "requests" in frame.columns:
-            out.update({str(s): llm for s, n in zip(frame["system"], frame["requests"]) if n and n > 0})
-    for p in (record.get("spec") or {}).get("pipelines") or []:
+    llm = (folder.provenance.get("llm") or {}).get("model") or ""
+    usage = folder.usage() if llm else None
+    if usage is not None and "requests" in usage.columns:
+        out.update({str(s): llm for s, n in zip(usage["system"], usage["requests"]) if n and n > 0})
+    for p in folder.spec_raw.get("pipelines") or []:
         stages = p.get("rerank") if isinstance(p, dict) else None
         stages = stages if isinstance(stages, list) else [stages] if isinstance(stages, dict) else []
         if any(isinstance(s, dict) and s.get("type") == "biencoder" for s in stages):
@@ -178,7 +178,7 @@ def _folder_measure(asked: str, known: list[str], folder: Path) -> str:
         raise SuperbError(f"{folder}: measure {asked!r}: the folder computes {', '.join(other)} (a different rel "
                           "threshold: labels counted as relevant), not the same measure. Set the same [evaluation] rel "
                           "in the specs and re-run them, or leave the measure out")
-    why = f"it could be any of {same}" if same else "it is not in its table.csv"
+    why = f"it could be any of {same}" if same else f"it is not in its {layout.TABLE}"
     raise SuperbError(f"{folder}: measure {asked!r}: {why}; the folder has {', '.join(known)}. Ask for measures every "
                       "folder has (--measures), or re-run the folder with it in [evaluation] measures")
 
@@ -198,17 +198,17 @@ def _refuse_other_thresholds(collections: list[Collection], measures: list[str])
     return shown
 
 
-def _refuse_same_collection(folders: list[Path]) -> None:
+def _refuse_same_collection(folders: list[RunFolder]) -> None:
     """Two folders of one collection (the same queries with the same labels, or the same data set and query
     selection) are refused: a paper's columns are different collections."""
     seen: dict[str, Path] = {}
-    for folder in folders:
-        spec = _provenance(folder).get("spec") or {}
+    for opened in folders:
+        folder, spec = opened.path, opened.spec_raw
         keys = []
-        if (folder / "qrels.trec").is_file() and (folder / "topics.tsv").is_file():
-            qids = sorted(line.split("\t", 1)[0] for line in (folder / "topics.tsv").read_text(encoding="utf-8")
-                          .splitlines() if line.strip())
-            digest = hashlib.sha256((folder / "qrels.trec").read_bytes()).hexdigest()
+        if opened.has(layout.QRELS) and opened.has(layout.TOPICS):
+            qids = sorted(opened.topics()["qid"])
+            opened.file(layout.QRELS)
+            digest = opened.read[layout.QRELS]
             keys.append("queries and labels " + hashlib.sha256(json.dumps([qids, digest]).encode()).hexdigest())
         if spec.get("dataset"):
             keys.append("data set " + json.dumps([spec.get("dataset"), spec.get("queries")], sort_keys=True))

@@ -9,8 +9,9 @@ import pandas as pd
 
 from superb.eval.paper_table_latex import format_latex
 from superb.eval.paper_table_markdown import format_markdown
+from superb.folder.layout import TABLE, TABLE_MD, TABLE_TEX
 
-FILES = ("table.csv", "table.md", "table.tex")
+FILES = (TABLE, TABLE_MD, TABLE_TEX)
 
 
 def write_paper_table(frame: pd.DataFrame, out: Path, *, title: str = "") -> list[Path]:

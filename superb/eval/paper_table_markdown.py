@@ -21,6 +21,7 @@ import pandas as pd
 from superb.eval.paper_table import AVERAGE
 from superb.eval.stats import CORRECTION_NAMES, TEST_NAMES
 from superb.eval.table_markdown import BETTER, CONFIRMED, EXPLORED, SAME, WORSE
+from superb.folder.verify import Mismatch, note
 
 DASH = "\u2013"
 MD_SYMBOLS = {BETTER: BETTER, WORSE: WORSE, CONFIRMED: CONFIRMED, EXPLORED: EXPLORED, "=": SAME, "alpha": "\u03b1",
@@ -138,7 +139,9 @@ def format_markdown(frame: pd.DataFrame, *, title: str = "", link: str | None = 
                 number = f"[{number}](<{_target(link, row, column)}>)"
             out.append((f"**{number}**" if bold else number) + mark)
         lines.append("| " + " | ".join(out) + " |")
-    text = (f"# {title}\n\n" if title else "") + "\n".join(lines) + "\n\n" + caption(frame, MD_SYMBOLS) + "\n"
+    unverified = note([Mismatch.from_dict(m) for m in frame.attrs.get("unverified") or []])
+    text = ((f"# {title}\n\n" if title else "") + (f"{unverified}\n\n" if unverified else "") + "\n".join(lines)
+            + "\n\n" + caption(frame, MD_SYMBOLS) + "\n")
     quoted = frame[(frame["kind"] == "quoted") & (frame["collection"] != AVERAGE)]
     sources = list(dict.fromkeys(quoted["source"].astype(str)))
     if sources:

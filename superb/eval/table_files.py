@@ -7,7 +7,9 @@ means, whatever column a reader looks at. A view with labels of its own (``fille
 llm_qrels.trec) is written to ``table_<view>.csv``, where a reader that knows nothing of views cannot take its rows
 for the human-label ones.
 
-In memory (and from :func:`read_tables`) every row carries the measure's spec name (``nDCG@10``) and its view.
+In memory (and from :func:`read_table_files`) every row carries the measure's spec name (``nDCG@10``) and its view.
+A results folder's tables are read through superb.folder (RunFolder.tables), which checks each file against its
+recorded sha256 before this reads it.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ from pathlib import Path
 import pandas as pd
 
 from superb.eval.evaluate import VIEW_KINDS
-
-TABLE = "table.csv"
+from superb.folder.layout import TABLE, view_table
 
 
 def view_file(view: str) -> str:
     """The file a view's rows are written to."""
-    return TABLE if view in VIEW_KINDS else f"table_{view}.csv"
+    return TABLE if view in VIEW_KINDS else view_table(view)
 
 
 def _judged_only(name: str, on: bool) -> str:
@@ -59,15 +60,11 @@ def write_tables(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     return written
 
 
-def read_tables(folder: Path) -> pd.DataFrame:
-    """Every row of a folder's table files, measures under their spec names, as :func:`significance` returned them
-    (``family`` and ``verdict`` "" where a row has none); a table written before views (no view column) is the full
-    view."""
-    folder = Path(folder)
-    path = folder / TABLE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: is {folder} a folder written by `superb run`?")
-    table = pd.concat([pd.read_csv(p) for p in [path, *sorted(folder.glob("table_*.csv"))]], ignore_index=True)
+def read_table_files(paths: list[Path]) -> pd.DataFrame:
+    """Every row of the table files ``paths`` (table.csv first, then table_<view>.csv), measures under their spec
+    names, as :func:`significance` returned them (``family`` and ``verdict`` "" where a row has none); a table written
+    before views (no view column) is the full view."""
+    table = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     for column in ("family", "verdict", "kind", "role"):  # "" (not NaN) where a row has none, as in memory
         if column in table.columns:
             table[column] = table[column].fillna("").astype(str)

@@ -1,40 +1,34 @@
 """``ResponseCache``: a persistent cache of LLM responses, keyed on everything that determines a response.
 
-Storage is SQLite in WAL mode through the standard library's sqlite3, because:
-  * zero extra dependencies, one file you can copy, inspect with any SQLite tool, or delete;
-  * every completed call is its own atomic commit, made as soon as the call returns, so an interrupted run
-    (Ctrl-C, SIGKILL, a crash) loses no completed call; a re-run makes only the missing calls;
-  * WAL lets many readers work alongside one writer, across threads and processes; writers queue on
-    busy_timeout instead of failing with "database is locked";
-  * synchronous=NORMAL in WAL mode keeps every commit across a process kill (only a power cut could lose the
-    last commits), without an fsync per call.
+SQLite in WAL mode (the standard library's sqlite3): no extra dependency, one file to copy or inspect; every completed
+call is its own commit (an interrupted run loses no completed call); many readers beside one writer, across threads
+and processes (writers queue on busy_timeout); synchronous=NORMAL keeps every commit across a process kill.
 
-Each row keeps the canonical request JSON beside the answer (for audits and replays). The key is the sha256 of
-that canonical JSON of (model id, messages, sampling and logprob parameters, template id with
-its fingerprint; superb/llm/cache_rows.py). It deliberately leaves out the endpoint URL, the API key and the tag: the same model answers the
-same request the same way wherever it is served and whoever asked, and keys are never written anywhere.
+Each row keeps the canonical request JSON beside the answer (audits, replays); the key is its sha256 (model id,
+messages, sampling and logprob parameters, template id with its fingerprint: superb/llm/cache_rows.py), leaving out
+the endpoint URL, the API key and the tag. Each row also carries a checksum of its answer, checked on every read
+(superb/llm/cache_checksum.py: a byte changed inside a stored answer is the damaged-answer error, never a silent
+number); a cache written before checksums is migrated when it is opened to write.
 
 Modes: "normal" (read, write misses), "read-only" (read; a miss raises LLMError naming the template: for exact
 replays), "refresh" (ignore hits, make every call and overwrite), "off" (no reads, no writes).
 
 Opening is the same for every command (run, dry run, responses save/replay, batch, judge) and refuses, naming the
-file and the way out (superb/llm/cache_file.py): a directory at the path, bytes that are not SQLite, a copy cut short, damaged pages anywhere
-(``PRAGMA quick_check``, about 0.1 s for 85 MB), an SQLite file with other tables or columns (superb writes nothing
-into it). Damage found later, by any lookup, store or row read, raises the same errors; a cached answer that cannot be
-loaded names its key and ``superb responses remove KEY``. A read-only miss is ``CacheMiss``, the only error a dry run
-or a batch export takes as "not cached". In "normal" mode, ``claims`` (superb/llm/claims.py) keeps two processes on
-one file from sending the same request at once. See docs/integrity.md.
+file and the way out (superb/llm/cache_file.py): a directory at the path, bytes that are not SQLite, a copy cut
+short, damaged pages anywhere (``PRAGMA quick_check``), an SQLite file with other tables or columns. Damage found
+later, by any lookup, store or row read, raises the same errors; a cached answer that cannot be loaded names its key
+and ``superb responses remove KEY``. A read-only miss is ``CacheMiss``, the only error a dry run or a batch export
+takes as "not cached". In "normal" mode, ``claims`` (superb/llm/claims.py) keeps two processes on one file from
+sending the same request at once. See docs/integrity.md.
 
-Rows move between caches as dicts (``CachedRow.to_dict``; see superb/llm/ship.py and batch_results.py): every key
-served or written through a ``ResponseCache`` is remembered in ``used`` (the responses a run used), ``rows(keys)``
-reads them back, and ``store_rows`` stores rows from elsewhere (a results folder, a batch result file), recording
-where each came from in the table ``response_sources``; a row whose key is not the sha256 of its request is refused.
+Rows move between caches as dicts (``CachedRow.to_dict``; superb/llm/ship.py, batch_results.py): every key served or
+written is remembered in ``used`` (the responses a run used), ``rows(keys)`` reads them back, and ``store_rows``
+stores rows from elsewhere, recording their source in the table ``response_sources``.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import sqlite3
 import threading
 import time
@@ -43,8 +37,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from superb.errors import LLMError
-from superb.llm.cache_file import (check_file, check_schema, corrupt_cache_error, foreign_cache_error, probe_pages,
-                                   unloadable_row_error)
+from superb.llm import cache_checksum
+from superb.llm.cache_checksum import answer_checksum
+from superb.llm.cache_file import corrupt_cache_error, foreign_cache_error, unloadable_row_error
+from superb.llm.cache_open import connect
 from superb.llm.cache_rows import (CachedRow, StoreCounts, cache_key, canonical, dump_logprobs, key_of_canonical,
                                    load_logprobs, same_logprobs)
 from superb.llm.claims import ClaimBook
@@ -59,22 +55,6 @@ class CacheMiss(LLMError):
     miss."""
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    template TEXT NOT NULL,
-    request TEXT NOT NULL,
-    text TEXT NOT NULL,
-    logprobs TEXT,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    latency_s REAL NOT NULL,
-    created REAL NOT NULL
-)
-"""
-
-
 _SOURCES = """
 CREATE TABLE IF NOT EXISTS response_sources (
     key TEXT PRIMARY KEY,
@@ -83,6 +63,8 @@ CREATE TABLE IF NOT EXISTS response_sources (
 )
 """
 _ROW_COLUMNS = "key, model, template, request, text, logprobs, prompt_tokens, completion_tokens"
+_INSERT = ("INSERT OR REPLACE INTO responses (key, model, template, request, text, logprobs, prompt_tokens, "
+           "completion_tokens, latency_s, created, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _CHUNK = 500  # keys per SELECT ... IN (...) (SQLite allows 999 parameters by default on old builds)
 
 
@@ -93,14 +75,6 @@ def _drop_sources(conn: sqlite3.Connection, keys: list[str]) -> None:
     except sqlite3.OperationalError as e:
         if "no such table" not in str(e):
             raise
-
-
-class _Busy(Exception):
-    """SQLite said the file is locked or busy while the cache was being opened (retried by ResponseCache)."""
-
-    def __init__(self, error: sqlite3.OperationalError):
-        super().__init__(str(error))
-        self.error = error
 
 
 class ResponseCache:
@@ -115,6 +89,7 @@ class ResponseCache:
         self.used: set[str] = set()  # keys served (hits) or written through this object: the responses a run used
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._checksums = False  # the responses table has its checksum column (superb/llm/cache_checksum.py)
         if mode == "read-only" and not self.path.exists():
             raise LLMError(f"LLM cache {self.path} does not exist, and cache mode is read-only: "
                            f"run once with cache = \"normal\" to fill it, or point llm.cache_path at a filled cache")
@@ -133,46 +108,8 @@ class ResponseCache:
             self.claims = ClaimBook(self)
 
     def _connect(self, busy_timeout_s: float) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        check_file(self.path)
-        deadline = time.monotonic() + busy_timeout_s
-        while True:
-            try:
-                self._conn = self._open(busy_timeout_s)
-                return
-            except _Busy as busy:
-                # Switching a new file to WAL (or reading one another process is recovering) returns SQLITE_BUSY
-                # at once, without waiting in the busy handler: two processes opening a fresh cache together
-                # both get here. Wait a little and open again, up to the same busy timeout.
-                if time.monotonic() >= deadline:
-                    raise LLMError(f"cannot open the LLM response cache {self.path}: {busy.error}. Check that no "
-                                   "other program holds the file locked, or set llm.cache_path") from None
-                time.sleep(random.uniform(0.02, 0.2))
-
-    def _open(self, busy_timeout_s: float) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            check_schema(conn, self.path)
-            probe_pages(conn, self.path)
-            if self.mode != "read-only" and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once, by the first opener that writes
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if self.mode != "read-only":
-                conn.execute(_SCHEMA)
-        except LLMError:
-            conn.close()
-            raise
-        except sqlite3.OperationalError as e:  # locked past busy_timeout, no permission, disk I/O: not corruption
-            conn.close()
-            if "locked" in str(e) or "busy" in str(e):
-                raise _Busy(e) from None
-            raise LLMError(f"cannot open the LLM response cache {self.path}: {e}. Check that the folder is writable "
-                           f"and no other program holds the file locked, or set llm.cache_path") from None
-        except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
-            conn.close()
-            raise corrupt_cache_error(self.path, e) from None
-        return conn
+        self._conn = connect(self.path, self.mode, busy_timeout_s)
+        self._checksums = cache_checksum.has_column(self._conn)
 
     # --- lookups -----------------------------------------------------------------------------------------------------
     def get(self, model: str, request: ChatRequest) -> Completion | None:
@@ -184,8 +121,8 @@ class ResponseCache:
         with self.locked("read") as conn:  # damaged since it was opened: the error given at open
             try:
                 row = conn.execute(
-                    "SELECT text, logprobs, prompt_tokens, completion_tokens, latency_s FROM responses WHERE key = ?",
-                    (key,),
+                    "SELECT text, logprobs, prompt_tokens, completion_tokens, latency_s"
+                    f"{', checksum' if self._checksums else ', NULL'} FROM responses WHERE key = ?", (key,),
                 ).fetchone()
             except sqlite3.OperationalError as e:
                 if not (self.mode == "read-only" and "no such table" in str(e)):
@@ -204,11 +141,14 @@ class ResponseCache:
                     f"use cache = \"normal\" to make the missing calls"
                 )
             return None
-        text, logprobs, p_tok, c_tok, latency = row
+        text, logprobs, p_tok, c_tok, latency, stored = row
         try:
             if not isinstance(text, str):
                 raise ValueError(f"its text is {type(text).__name__}, not a string")
             loaded = load_logprobs(logprobs)
+            damaged = cache_checksum.mismatch((key, text, logprobs, p_tok, c_tok), stored)
+            if damaged:
+                raise ValueError(damaged)
         except (ValueError, TypeError) as e:
             raise unloadable_row_error(self.path, key, e) from None
         return Completion(text=text, logprobs=loaded, prompt_tokens=p_tok,
@@ -220,11 +160,12 @@ class ResponseCache:
             return False
         material = canonical(model, request)  # stored beside the answer, so a cache can be audited and replayed
         key = key_of_canonical(material)
-        row = (key, model, request.template, material, completion.text,
-               dump_logprobs(completion.logprobs), completion.prompt_tokens, completion.completion_tokens,
-               completion.latency_s, time.time())
+        logprobs = dump_logprobs(completion.logprobs)
+        row = (key, model, request.template, material, completion.text, logprobs, completion.prompt_tokens,
+               completion.completion_tokens, completion.latency_s, time.time(),
+               answer_checksum(key, completion.text, logprobs, completion.prompt_tokens, completion.completion_tokens))
         with self.locked("write") as conn:
-            conn.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            conn.execute(_INSERT, row)
             _drop_sources(conn, [key])  # an answer made here replaces an imported one: it is no longer from that source
             self.writes += 1
             self.used.add(key)
@@ -280,8 +221,16 @@ class ResponseCache:
     def _rows_chunk(self, keys: list[str]) -> list[CachedRow]:
         marks = ",".join("?" * len(keys))
         with self.locked("read") as conn:
-            found = {r[0]: CachedRow(*r) for r in conn.execute(
-                f"SELECT {_ROW_COLUMNS} FROM responses WHERE key IN ({marks})", keys)}
+            rows = conn.execute(f"SELECT {_ROW_COLUMNS}{', checksum' if self._checksums else ', NULL'} FROM responses "
+                                f"WHERE key IN ({marks})", keys).fetchall()
+        found = {}
+        for *r, stored in rows:
+            damaged = cache_checksum.mismatch((r[0], r[4], r[5], r[6], r[7]), stored)
+            if damaged is None and cache_checksum.VERIFY and isinstance(r[3], str) and key_of_canonical(r[3]) != r[0]:
+                damaged = "its key is not the sha256 of its stored request (the request was changed or damaged)"
+            if damaged:
+                raise unloadable_row_error(self.path, r[0], damaged)
+            found[r[0]] = CachedRow(*r)
         return [found[k] for k in keys if k in found]
 
     def store_rows(self, rows: Iterable[CachedRow], source: str, *, replace: bool = False,
@@ -328,9 +277,10 @@ class ResponseCache:
                         counts.stored += 1
                     have[r.key] = (r.text, r.logprobs)  # a key twice in one file counts once
                     write.append(r)
-                conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                 [(r.key, r.model, r.template, r.request, r.text, r.logprobs, r.prompt_tokens,
-                                   r.completion_tokens, 0.0, now) for r in write])
+                conn.executemany(_INSERT, [(r.key, r.model, r.template, r.request, r.text, r.logprobs, r.prompt_tokens,
+                                            r.completion_tokens, 0.0, now, answer_checksum(
+                                                r.key, r.text, r.logprobs, r.prompt_tokens, r.completion_tokens))
+                                           for r in write])
                 conn.executemany("INSERT OR REPLACE INTO response_sources VALUES (?, ?, ?)",
                                  [(r.key, source, now) for r in write])
                 conn.execute("COMMIT")

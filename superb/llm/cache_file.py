@@ -11,7 +11,8 @@ from superb.errors import LLMError
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 COLUMNS = ("key", "model", "template", "request", "text", "logprobs", "prompt_tokens", "completion_tokens",
-            "latency_s", "created")
+           "latency_s", "created", "checksum")
+BEFORE_CHECKSUMS = COLUMNS[:-1]  # a cache written before answers carried checksums (superb/llm/cache_checksum.py)
 # the tables superb keeps in a cache file: answers, their sources, batch exports (superb/llm/batch.py), claims
 TABLES = {"responses", "response_sources", "batch_requests", "batch_exports", "claims"}
 
@@ -75,7 +76,7 @@ def check_schema(conn: sqlite3.Connection, path: Path) -> None:
         raise foreign_cache_error(path, f"it holds the table(s) {', '.join(others[:5])}")
     if "responses" in tables:
         columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(responses)"))
-        if columns != COLUMNS:
+        if columns not in (COLUMNS, BEFORE_CHECKSUMS):
             raise foreign_cache_error(path, f"its table responses has the columns {', '.join(columns)}, not "
                                             f"{', '.join(COLUMNS)}")
 

@@ -31,11 +31,12 @@ from typing import Any, Iterator
 
 from superb.digest import sha256_files
 from superb.errors import SuperbError
+from superb.folder.layout import RESPONSES
 from superb.llm.cache import ResponseCache
 from superb.llm.cache_file import unloadable_row_error
 from superb.llm.cache_rows import CachedRow, StoreCounts
 
-SHIPPED_FILE = "responses.jsonl.gz"
+SHIPPED_FILE = RESPONSES
 PART_BYTES = 4_000_000  # compressed bytes after which the writer starts the next part (files stay under 5 MB)
 EXAMPLES = 5  # invalid rows named in a report
 
@@ -143,23 +144,17 @@ def write_lines(path: Path, lines: Iterator[str]) -> int:
     return written
 
 
-def ship_responses(result: Any, out_dir: Path) -> None:
+def ship_responses(result: Any, out_dir: Path) -> dict[str, Any] | None:
     """The results writer's hook: write ``responses.jsonl.gz`` for ``result.responses`` (anything with
-    ``write(path) -> summary``: a ResponseLog, or the merged responses of shards) and record
-    the summary in provenance.json; a run without a cache ships nothing (and a stale file is removed)."""
-    out_dir = Path(out_dir)
-    path = out_dir / SHIPPED_FILE
+    ``write(path) -> summary``: a ResponseLog, or the merged responses of shards) and return its summary, which the
+    results writer records in provenance.json; a run without a cache ships nothing (a stale file is removed) and
+    returns None."""
+    path = Path(out_dir) / SHIPPED_FILE
     log = getattr(result, "responses", None)
     if log is None:
         path.unlink(missing_ok=True)
-        summary = None
-    else:
-        summary = log.write(path)
-    prov_path = out_dir / "provenance.json"
-    if prov_path.is_file():
-        provenance = json.loads(prov_path.read_text(encoding="utf-8"))
-        provenance["responses"] = summary
-        prov_path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
+        return None
+    return log.write(path)
 
 
 @dataclass

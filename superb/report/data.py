@@ -1,5 +1,10 @@
 """A results folder's files gathered into the one JSON payload the page reads (superb.report.page).
 
+The folder is opened through superb.folder, like every command's: each file read is checked against the sha256 its
+provenance.json records (``--unverified`` reads a changed one anyway, and the page says so above the table), and each
+system's baseline is the folder's (superb.folder.run_folder.baselines_of, the spec's rule), unless a declared
+hypothesis pairs it with another system first.
+
 From the folder: table.md (rendered as it is: marks, intervals, notes), cost.png, systems.json and runs/ (each
 system's top ``depth`` per query; the first stages' engine scores), table.csv (each row's baseline), perquery.csv,
 qrels.trec, llm_qrels.trec (the LLM judge's labels, where `superb judge --fill` wrote them), topics.tsv and
@@ -25,9 +30,13 @@ from typing import Any
 
 import pandas as pd
 
-from superb.errors import DataError, SuperbError
-from superb.trec.runs import LABELS_ONLY, read_qrels, read_run
-from superb.stage_scores import KEYS, read_stage_scores
+from superb.errors import SuperbError
+from superb.folder import layout
+from superb.folder.kinds import open_folder
+from superb.folder.run_folder import RunFolder
+from superb.folder.verify import note
+from superb.stage_scores import KEYS
+from superb.trec.runs import LABELS_ONLY
 
 log = logging.getLogger(__name__)
 
@@ -50,19 +59,14 @@ def _in_rank_order(run: pd.DataFrame) -> pd.DataFrame:
     return run.assign(_q=order).sort_values(["_q", "rank"], kind="mergesort").drop(columns=["_q"])
 
 
-def _need(folder: Path, name: str) -> Path:
-    path = folder / name
-    if not path.is_file():
-        raise DataError(f"{path} does not exist: `superb report` takes a folder written by `superb run` or "
-                        "`superb merge` (e.g. results/quickstart)")
-    return path
+TAKES = "a folder written by `superb run`, `superb evaluate` or `superb merge` (e.g. results/quickstart)"
 
 
 def load_titles(dataset: dict | None, docnos: set[str]) -> Titles:
     """The titles of ``docnos`` from the data set a spec names (superb.data.load_dataset); a data set that cannot be
     loaded gives no titles, and the reason is kept in ``source``."""
     if not dataset:
-        return Titles(source="no data set in provenance.json: docnos shown", missing=len(docnos))
+        return Titles(source=f"no data set in {layout.PROVENANCE}: docnos shown", missing=len(docnos))
     if dataset.get("name") == LABELS_ONLY:  # superb evaluate: qrels and run files, no documents
         return Titles(source="superb evaluate: qrels and run files, no documents: docnos shown", missing=len(docnos))
     from superb.data import load_dataset
@@ -100,42 +104,32 @@ def _chains(spec: dict, systems: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _baselines(table: pd.DataFrame, spec: dict) -> dict[str, str]:
-    """Each system's baseline on the page: the ``against`` of its first declared hypothesis, else its spec baseline
-    (its ``baseline``, or the ``input`` it reranks; ``baseline = false``: none), else (a folder whose provenance has no
-    spec) the baseline its table.csv rows are tested against."""
+def _baselines(folder: RunFolder) -> dict[str, str]:
+    """Each system's baseline on the page: the ``against`` of its first declared hypothesis, else the folder's
+    baseline of it (superb.folder: its ``baseline``, or the ``input`` it reranks; ``baseline = false``: none)."""
     out: dict[str, str] = {}
-    for h in spec.get("hypotheses") or []:
-        if isinstance(h, dict) and h.get("system") and h.get("against"):
-            out.setdefault(str(h["system"]), str(h["against"]))
-    for p in spec.get("pipelines") or []:
-        name = p.get("name")
-        base = p.get("baseline", p.get("input"))
-        if name and name not in out and isinstance(base, str) and base:
-            out[str(name)] = base
-    if spec.get("pipelines"):
-        return out
-    rows = table[(table["kind"].fillna("").astype(str) == "baseline") & table["baseline"].notna()]
-    for s, b in rows[["system", "baseline"]].drop_duplicates("system").itertuples(index=False):
-        out.setdefault(str(s), str(b))
+    for h in folder.hypotheses:
+        out.setdefault(str(h["system"]), str(h["against"]))
+    for name, base in folder.baselines.items():
+        if base and name not in out:
+            out[name] = base
     return out
 
 
-def _hypotheses(spec: dict) -> list[list[str]]:
+def _hypotheses(folder: RunFolder) -> list[list[str]]:
     """The declared hypotheses as [against, system] pairs, in spec order (the page opens on the first)."""
-    return [[str(h["against"]), str(h["system"])] for h in spec.get("hypotheses") or []
-            if isinstance(h, dict) and h.get("system") and h.get("against")]
+    return [[str(h["against"]), str(h["system"])] for h in folder.hypotheses]
 
 
-def _read_runs(folder: Path, systems_map: dict[str, str], spec: dict, qindex: dict[str, int]):
+def _read_runs(folder: RunFolder, spec: dict, qindex: dict[str, int]):
     """Each system's top DEPTH per query (first stages: FIRST_STAGE_DEPTH, with their scores) as indices into one list
     of docnos: (docnos, {system: [[doc index, ...] per query]}, {first stage: [[score, ...] per query]})."""
     docs: list[str] = []
     dindex: dict[str, int] = {}
     runs: dict[str, list[list[int]]] = {}
     scores: dict[str, list[list[float | None]]] = {}
-    for name, rel in systems_map.items():
-        run = _in_rank_order(read_run(_need(folder, rel)))
+    for name, read in folder.runs().items():
+        run = _in_rank_order(read)
         first_stage = _is_first_stage(spec, name)
         lists: list[list[int]] = [[] for _ in qindex]
         kept: list[list[float | None]] = [[] for _ in qindex]
@@ -163,11 +157,11 @@ def _significant(value: float, digits: int = 4) -> float | None:
     return None if value is None or not math.isfinite(value) else float(f"{value:.{digits}g}")
 
 
-def _stage_scores(folder: Path, systems: list[str], qindex: dict[str, int], dindex: dict[str, int]):
+def _stage_scores(folder: RunFolder, systems: list[str], qindex: dict[str, int], dindex: dict[str, int]):
     """stage_scores.csv.gz for the page: ({system: its *_score columns with a value}, {system: [{doc index: [value
     per column] of each product} per query]}), or None when the folder has no such file."""
 
-    frame = read_stage_scores(folder)
+    frame = folder.stage_scores()
     if frame is None:
         return None
     columns: dict[str, list[str]] = {}
@@ -187,22 +181,18 @@ def _stage_scores(folder: Path, systems: list[str], qindex: dict[str, int], dind
 def collect(folder: str | Path) -> dict[str, Any]:
     """The page's payload for the results folder ``folder`` (see the module docstring)."""
 
-    folder = Path(folder)
-    systems_map = json.loads(_need(folder, "systems.json").read_text(encoding="utf-8"))
-    systems = list(systems_map)
-    table_md = _need(folder, "table.md").read_text(encoding="utf-8")
-    table = pd.read_csv(_need(folder, "table.csv"))
-    perquery = pd.read_csv(_need(folder, "perquery.csv"), dtype={"qid": str})
-    topics = pd.read_csv(_need(folder, "topics.tsv"), sep="\t", header=None, names=["qid", "query"],
-                         dtype=str, keep_default_na=False, quoting=3)
-    provenance_path = folder / "provenance.json"
-    provenance = json.loads(provenance_path.read_text(encoding="utf-8")) if provenance_path.is_file() else {}
-    spec = provenance.get("spec") or {}
+    opened = open_folder(folder, RunFolder, what=TAKES, record_optional=True)
+    folder = opened.path
+    systems = list(opened.systems())
+    table_md = opened.table_md()
+    perquery = opened.perquery()
+    topics = opened.topics()
+    spec = opened.spec_raw
     chains = _chains(spec, systems)
 
     qids = list(topics["qid"])
     qindex = {q: i for i, q in enumerate(qids)}
-    docs, runs, scores = _read_runs(folder, systems_map, spec, qindex)
+    docs, runs, scores = _read_runs(opened, spec, qindex)
     dindex = {d: i for i, d in enumerate(docs)}
 
     def labels(frame: pd.DataFrame) -> list[dict[str, int]]:
@@ -212,10 +202,10 @@ def collect(folder: str | Path) -> dict[str, Any]:
                 out[qindex[qid]][str(dindex[docno])] = int(label)
         return out
 
-    qrels = read_qrels(_need(folder, "qrels.trec"))
-    llm_path = folder / "llm_qrels.trec"  # where `superb judge --fill` wrote the LLM judge's labels
-    llm_qrels = read_qrels(llm_path) if llm_path.is_file() else qrels.iloc[:0]
-    rel = int((provenance.get("dataset") or {}).get("rel_threshold") or (spec.get("evaluation") or {}).get("rel") or 1)
+    qrels = opened.qrels()
+    llm_qrels = opened.llm_qrels()  # where `superb judge --fill` wrote the LLM judge's labels
+    llm_qrels = qrels.iloc[:0] if llm_qrels is None else llm_qrels
+    rel = opened.rel
     relevant = qrels[qrels["label"] >= rel].groupby("qid").size()
     judged = qrels.groupby("qid").size()
 
@@ -229,17 +219,18 @@ def collect(folder: str | Path) -> dict[str, Any]:
                 column[qindex[qid]] = _rounded(value)
         values.setdefault(f"{view}|{measure}", {})[str(system)] = column
 
-    stored = _stage_scores(folder, systems, qindex, dindex)
+    stored = _stage_scores(opened, systems, qindex, dindex)
     found = load_titles(spec.get("dataset"), set(docs))
-    cost = folder / "cost.png"
+    cost = opened.file(layout.COST_PLOT).read_bytes() if opened.has(layout.COST_PLOT) else None
+    name = spec.get("name") or folder.name
     return {
-        "name": spec.get("name") or folder.name,
+        "name": name,
         "folder": folder.name,
-        "table_md": table_md,
-        "cost_png": base64.b64encode(cost.read_bytes()).decode("ascii") if cost.is_file() else None,
+        "table_md": _marked(table_md, name, note(opened.mismatches)),
+        "cost_png": base64.b64encode(cost).decode("ascii") if cost is not None else None,
         "systems": systems,
-        "baselines": _baselines(table, spec),
-        "hypotheses": _hypotheses(spec),
+        "baselines": _baselines(opened),
+        "hypotheses": _hypotheses(opened),
         "chains": chains,
         "first_stages": sorted(scores),
         "views": views,
@@ -262,6 +253,14 @@ def collect(folder: str | Path) -> dict[str, Any]:
         "values": values,
         "depth": DEPTH,
     }
+
+
+def _marked(table_md: str, name: str, unverified: str) -> str:
+    """table.md with the line that marks files read unverified under its heading (as the page shows it)."""
+    if not unverified:
+        return table_md
+    head, rest = (table_md.split("\n", 1) + [""])[:2] if table_md.startswith(f"# {name}\n") else ("", table_md)
+    return f"{head}\n{unverified}\n\n{rest}" if head else f"{unverified}\n\n{rest}"
 
 
 def _is_first_stage(spec: dict, name: str) -> bool:

@@ -28,6 +28,8 @@ import pandas as pd
 
 from superb.digest import sha256_file
 from superb.errors import DataError, Errors, SpecError
+from superb.folder.kinds import check_inputs
+from superb.folder.verify import Mismatch
 from superb.trec.run_files import read_run_file
 from superb.trec.runs import LABELS_ONLY, read_qrels
 from superb.run.experiment import ExperimentResult, PipelineResult, _queries_without_results, check_evaluable
@@ -108,13 +110,17 @@ def read_topics(qrels: pd.DataFrame, topics: Path | None) -> pd.DataFrame:
 
 def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, baseline: str | None = "",
                   measures: list[str] | None = None, views: list[str] | None = None, rel: int = 1,
-                  hypotheses: Path | None = None, name: str = "evaluate", topics: Path | None = None):
+                  hypotheses: Path | None = None, name: str = "evaluate", topics: Path | None = None,
+                  unverified: bool | None = None) -> tuple[ExperimentResult, list[Mismatch]]:
     """The ExperimentResult of evaluating ``runs`` against ``qrels`` (nothing is run); ``baseline = ""`` means the
-    first run, None no tests."""
+    first run, None no tests. A run, qrels or topics file inside a results folder superb wrote is checked against the
+    sha256 the folder records (superb.folder.kinds.check_inputs): refused when it differs, or (``unverified``) read
+    and returned among the mismatches, which mark the written table."""
 
     t0 = time.perf_counter()
     if not runs:
         raise SpecError("runs", "give at least one run file")
+    mismatches = check_inputs([*runs, qrels, *([topics] if topics is not None else [])], unverified=unverified)
     labels = _qrels(qrels, read_qrels)
     system = system_names(runs, names)
     spec = build_spec(runs, qrels=qrels, names=system, baseline=(system[0] if baseline == "" else baseline),
@@ -152,7 +158,7 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
                   "options": {}, "rel_threshold": rel, "labels": {}}
     return ExperimentResult(spec=spec, topics=chosen, qrels=qrels_used, pipelines=results,
                             dataset_provenance=provenance, llm_info=None,
-                            timings={"total_s": time.perf_counter() - t0})
+                            timings={"total_s": time.perf_counter() - t0}), mismatches
 
 
 def _qrels(path: Path, read) -> pd.DataFrame:

@@ -35,10 +35,14 @@ import pandas as pd
 
 from superb.digest import sha256_file
 from superb.errors import DataError
+from superb.folder.kinds import open_folder
+from superb.folder.layout import PROVENANCE, RESPONSES, STAGE_SCORES, SYSTEMS, TOPICS
+from superb.folder.run_folder import MergedFolder, RunFolder, ShardFolder
+from superb.folder.spec import folder_spec
+from superb.folder.verify import Mismatch, warn
 from superb.run.experiment import ExperimentResult, PipelineResult
 from superb.llm.ship import _sha256, read_lines, write_lines
 from superb.run.shards import SHARD_RULE, Shard, spec_differences, spec_digest
-from superb.run.spec import parse_spec
 from superb.stage_scores import with_stage_scores
 
 EXAMPLES = 8  # qids or keys named in a message
@@ -46,87 +50,39 @@ RECORD_KEYS = ("shard", "index", "count", "spec_digest", "selection", "qids", "p
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class ShardFolder:
-    """One shard's results folder, as written by ``superb run SPEC --shard i/n``."""
+SHARDS = "the folders written by `superb run SPEC --shard i/n` (results/NAME.shard-i-of-n)"
+AGAIN = "run the shard again (`superb run SPEC --shard i/n`)"
 
-    path: Path
-    provenance: dict[str, Any]
 
-    @property
-    def record(self) -> dict[str, Any]:
-        return self.provenance["sharding"]
+def _shard(s: ShardFolder) -> Shard:
+    return Shard(int(s.record["index"]), int(s.record["count"]))
 
-    @property
-    def shard(self) -> Shard:
-        return Shard(int(self.record["index"]), int(self.record["count"]))
 
-    @property
-    def qids(self) -> list[str]:
-        return [str(q) for q in self.record["qids"]]
+def _name(s: ShardFolder) -> str:
+    return f"{s.path} (shard {_shard(s).label})"
 
-    @property
-    def selection(self) -> list[str]:
-        return [str(q) for q in self.record["selection"]]
 
-    def name(self) -> str:
-        return f"{self.path} (shard {self.shard.label})"
+def _again(s: ShardFolder) -> str:
+    label = _shard(s).label
+    return f"run shard {label} again (`superb run SPEC --shard {label}`)"
 
-    def file(self, name: str) -> Path:
-        path = self.path / name
-        if not path.is_file():
-            raise DataError(f"{path} is missing: {self.path} is not a complete shard folder (run the shard again)")
-        return path
 
-    def again(self) -> str:
-        return f"run shard {self.shard.label} again (`superb run SPEC --shard {self.shard.label}`)"
-
-    def systems(self) -> dict[str, str]:
-        path = self.file("systems.json")
-        try:
-            systems = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise DataError(f"{path} is not valid JSON ({e}): {self.name()} is damaged; {self.again()}") from None
-        if not isinstance(systems, dict) or not all(isinstance(v, str) for v in systems.values()):
-            raise DataError(f"{path} does not map system names to run files: {self.name()} is damaged; {self.again()}")
-        return systems
-
-    def runs(self) -> dict[str, pd.DataFrame]:
-        from superb.trec.runs import read_run
-
-        return with_stage_scores({name: read_run(self.file(rel)) for name, rel in self.systems().items()}, self.path)
-
-    def topics(self) -> pd.DataFrame:
-        return pd.read_csv(self.file("topics.tsv"), sep="\t", header=None, names=["qid", "query"], dtype=str,
-                           keep_default_na=False)
-
-    def qrels(self) -> pd.DataFrame:
-        from superb.trec.runs import read_qrels
-
-        return read_qrels(self.file("qrels.trec"))
+def _qids(s: ShardFolder, key: str = "qids") -> list[str]:
+    return [str(q) for q in s.record[key]]
 
 
 def read_shard(path: str | Path) -> ShardFolder:
-    path = Path(path)
-    prov = path / "provenance.json"
-    if not prov.is_file():
-        raise DataError(f"{prov} does not exist: give the folders written by `superb run SPEC --shard i/n` "
-                        "(results/NAME.shard-i-of-n)")
-    again = "the folder is damaged: run the shard again (`superb run SPEC --shard i/n`)"
-    try:
-        provenance = json.loads(prov.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise DataError(f"{prov} is not valid JSON ({e}): {again}") from None
-    if not isinstance(provenance, dict):
-        raise DataError(f"{prov} is not a JSON object (found {type(provenance).__name__}): {again}")
-    record = provenance.get("sharding") or {}
+    """The shard folder at ``path`` (superb.folder), its sharding record checked; a DataError naming what is wrong."""
+    folder = open_folder(path, RunFolder, what=SHARDS, damaged=AGAIN)
+    prov = folder.path / PROVENANCE
+    again = f"the folder is damaged: {AGAIN}"
+    record = folder.provenance.get("sharding") or {}
     if not isinstance(record, dict):
         raise DataError(f"{prov}: its 'sharding' entry is not an object: {again}")
-    if "shard" not in record:
-        what = "a merged folder" if "merged" in record else "the folder of an unsharded run"
-        raise DataError(f"{path} is {what}, not a shard: give the folders written by `superb run SPEC --shard i/n`")
-    missing = [k for k in RECORD_KEYS if k not in record] + [k for k in ("spec",) if not isinstance(
-        provenance.get(k), dict)]
+    if not isinstance(folder, ShardFolder):
+        what = "a merged folder" if isinstance(folder, MergedFolder) else "the folder of an unsharded run"
+        raise DataError(f"{folder.path} is {what}, not a shard: give {SHARDS}")
+    missing = [k for k in RECORD_KEYS if k not in record]
     wrong = [k for k, kind in (("index", int), ("count", int), ("selection", list), ("qids", list),
                                ("pipelines", dict)) if k in record and not isinstance(record[k], kind)]
     if missing or wrong:
@@ -136,62 +92,73 @@ def read_shard(path: str | Path) -> ShardFolder:
         Shard(record["index"], record["count"])
     except ValueError as e:
         raise DataError(f"{prov}: {e}: {again}") from None
-    return ShardFolder(path, provenance)
+    return folder
 
 
 def verify_shard(s: ShardFolder) -> bool:
     """Refuse a shard folder whose files are not what the shard wrote (see the module docstring): each run file
-    line by line and against the shard's queries and row count, then every file against its recorded sha256.
-    Returns False for a folder written before superb recorded row counts and sha256s (checked for form only)."""
+    line by line and against the shard's queries and row count (read before its sha256 is checked, so that the error
+    names the line or the queries), then every file against its recorded sha256 (merged anyway, and counted in
+    ``s.mismatches``, under ``--unverified``), then topics.tsv's queries. Returns False for a folder written before
+    superb recorded row counts and sha256s (checked for form only)."""
     recorded = "sha256" in s.record
     for name, rel in s.systems().items():
         _check_run_file(s, name, rel)
-    topics = set(s.topics()["qid"])
-    if topics != set(s.qids):
-        raise DataError(f"{s.name()}: topics.tsv holds qids {_some(sorted(topics ^ set(s.qids)))} that differ from "
-                        f"the shard's; the file was edited after the shard was written: {s.again()}")
     for rel, want in (s.record.get("sha256") or {}).items():
         path = s.path / rel
         if not path.is_file():
-            raise DataError(f"{s.name()}: {rel} is missing (provenance.json records it): {s.again()}")
+            raise DataError(f"{_name(s)}: {rel} is missing ({PROVENANCE} records it): {_again(s)}")
         got = sha256_file(path)
-        if got != want:
-            raise DataError(f"{s.name()}: {rel} was changed after the shard was written (sha256 {got[:12]}, "
-                            f"provenance.json records {str(want)[:12]}): {s.again()}, or restore the file")
+        if got == want:
+            continue
+        if not s.allow_unverified:
+            raise DataError(f"{_name(s)}: {rel} was changed after the shard was written (sha256 {got[:12]}, "
+                            f"{PROVENANCE} records {str(want)[:12]}): {_again(s)}, or restore the file; or pass "
+                            "--unverified to merge it anyway (the merged folder is then marked unverified)")
+        if all(m.name != rel for m in s.mismatches):
+            mismatch = Mismatch(str(s.path), rel, str(want), got)
+            warn(mismatch)
+            s.mismatches.append(mismatch)
+    topics = set(s.topics()["qid"])
+    if topics != set(_qids(s)):
+        raise DataError(f"{_name(s)}: {TOPICS} holds qids {_some(sorted(topics ^ set(_qids(s))))} that differ "
+                        f"from the shard's; the file was edited after the shard was written: {_again(s)}")
     if not recorded:
         log.warning("%s was written before superb recorded its files' sha256s and its runs' row counts: its files "
-                    "are checked for form only", s.name())
+                    "are checked for form only", _name(s))
     return recorded
 
 
 def _check_run_file(s: ShardFolder, name: str, rel: str) -> None:
-    path = s.file(rel)
-    mine, found, rows = set(s.qids), set(), 0
-    fix = f"the file was cut or edited after the shard was written: {s.again()}"
+    path = s.path / rel  # its form first (the error names the line), its sha256 after (verify_shard)
+    if not path.is_file():
+        raise DataError(f"{path} is missing: {s.path} is not a complete shard folder ({_again(s)})")
+    mine, found, rows = set(_qids(s)), set(), 0
+    fix = f"the file was cut or edited after the shard was written: {_again(s)}"
     try:
         with open(path, encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 parts = line.split()
                 if not (line.endswith("\n") and len(parts) == 6 and _whole(parts[3]) and _finite(parts[4])):
-                    raise DataError(f"{s.name()}: {rel} line {n} is not 'qid Q0 docno rank score tag' "
+                    raise DataError(f"{_name(s)}: {rel} line {n} is not 'qid Q0 docno rank score tag' "
                                     f"({line.rstrip()[:80]!r}): {fix}")
                 if parts[0] not in mine:
-                    raise DataError(f"{s.name()}: {rel} line {n} is a row of query {parts[0]!r}, not one of the "
+                    raise DataError(f"{_name(s)}: {rel} line {n} is a row of query {parts[0]!r}, not one of the "
                                     f"shard's queries: {fix}")
                 found.add(parts[0])
                 rows += 1
     except UnicodeDecodeError as e:
-        raise DataError(f"{s.name()}: {rel} is not UTF-8 text ({e}): {fix}") from None
+        raise DataError(f"{_name(s)}: {rel} is not UTF-8 text ({e}): {fix}") from None
     record = s.record["pipelines"].get(name)
     if not isinstance(record, dict) or "rows" not in record:
         return  # a shard of an earlier superb: no row count to check against
     empty = set(record.get("queries_without_rows") or [])
-    missing = [q for q in s.qids if q not in found and q not in empty]
+    missing = [q for q in _qids(s) if q not in found and q not in empty]
     if missing:
-        raise DataError(f"{s.name()}: {rel} (system {name!r}) has no rows for {len(missing)} of the shard's "
-                        f"{len(s.qids)} queries: {_some(missing)}; {fix}")
+        raise DataError(f"{_name(s)}: {rel} (system {name!r}) has no rows for {len(missing)} of the shard's "
+                        f"{len(_qids(s))} queries: {_some(missing)}; {fix}")
     if rows != record["rows"]:
-        raise DataError(f"{s.name()}: {rel} (system {name!r}) holds {rows} rows where the shard wrote "
+        raise DataError(f"{_name(s)}: {rel} (system {name!r}) holds {rows} rows where the shard wrote "
                         f"{record['rows']}: {fix}")
 
 
@@ -210,9 +177,9 @@ def check_shards(shards: list[ShardFolder]) -> list[str]:
     """Raise DataError naming what keeps ``shards`` from being one experiment; return the spec's selection."""
     first = shards[0]
     for other in shards[1:]:
-        if other.shard.count != first.shard.count:
-            raise DataError(f"{other.name()} and {first.name()} split the queries differently ({other.shard.count} "
-                            f"vs {first.shard.count} shards): merge the n shards of one split")
+        if _shard(other).count != _shard(first).count:
+            raise DataError(f"{_name(other)} and {_name(first)} split the queries differently "
+                            f"({_shard(other).count} vs {_shard(first).count} shards): merge the n shards of one split")
         if other.record["spec_digest"] != first.record["spec_digest"]:
             diff = spec_differences(first.provenance["spec"], other.provenance["spec"])
             raise DataError(f"{other.path} comes from a different spec than {first.path}: "
@@ -223,14 +190,15 @@ def check_shards(shards: list[ShardFolder]) -> list[str]:
         models = [(s.provenance.get("llm") or {}).get("model") for s in (first, other)]
         if models[0] != models[1]:
             raise DataError(f"{other.path} was answered by model {models[1]!r}, {first.path} by {models[0]!r}")
-        if other.selection != first.selection:
+        if _qids(other, "selection") != _qids(first, "selection"):
             raise DataError(f"{other.path} and {first.path} select different queries from the same spec and data "
-                            f"({len(other.selection)} vs {len(first.selection)}): was the data set changed?")
-    selection = first.selection
+                            f"({len(_qids(other, 'selection'))} vs {len(_qids(first, 'selection'))}): was the data "
+                            "set changed?")
+    selection = _qids(first, "selection")
     for s in shards:
-        expected = s.shard.qids(selection)
-        if s.qids != expected:
-            raise DataError(f"{s.path} holds qids {_some(s.qids)}, but shard {s.shard.label} of this selection is "
+        expected = _shard(s).qids(selection)
+        if _qids(s) != expected:
+            raise DataError(f"{s.path} holds qids {_some(_qids(s))}, but shard {_shard(s).label} of this selection is "
                             f"{_some(expected)} ({SHARD_RULE})")
     _check_coverage(shards, selection)
     for s in shards:
@@ -241,7 +209,7 @@ def check_shards(shards: list[ShardFolder]) -> list[str]:
 def _check_coverage(shards: list[ShardFolder], selection: list[str]) -> None:
     where: dict[str, list[ShardFolder]] = {}
     for s in shards:
-        for q in s.qids:
+        for q in _qids(s):
             where.setdefault(q, []).append(s)
     twice = [q for q in selection if len(where.get(q, [])) > 1]
     if twice:
@@ -250,8 +218,8 @@ def _check_coverage(shards: list[ShardFolder], selection: list[str]) -> None:
                         f"{' ...' if len(twice) > EXAMPLES else ''}. Give each shard once")
     missing = [q for q in selection if q not in where]
     if missing:
-        count = shards[0].shard.count
-        given = {s.shard.index for s in shards}
+        count = _shard(shards[0]).count
+        given = {_shard(s).index for s in shards}
         absent = [f"{i}/{count}" for i in range(1, count + 1) if i not in given]
         raise DataError(f"{len(missing)} of the {len(selection)} queries are in no shard folder given: "
                         f"{_some(missing)}; missing shard(s) {', '.join(absent)} (`superb run SPEC --shard i/n`)")
@@ -271,31 +239,40 @@ def _some(qids: list[str]) -> str:
     return ", ".join(qids[:EXAMPLES]) + (f" ... ({len(qids)} in all)" if len(qids) > EXAMPLES else "")
 
 
-def merge_shards(folders: list[str | Path], *, allow_plugins: bool = False):
+def _runs(s: ShardFolder) -> dict[str, pd.DataFrame]:
+    """The shard's runs with its stage scores joined (superb.stage_scores), every file checked against its record."""
+    runs = s.runs()
+    if s.has(STAGE_SCORES):
+        s.file(STAGE_SCORES)
+    return with_stage_scores(runs, s.path)
+
+
+def merge_shards(folders: list[str | Path], *, allow_plugins: bool = False
+                 ) -> tuple[ExperimentResult, list[Mismatch]]:
     """The shards as one ExperimentResult (spec, topics, qrels, runs, summed counters and usage, merged
-    responses), ready for superb.run.results.write_results. The spec comes from the shards' provenance.json: one
-    naming a plug-in is refused unless ``allow_plugins`` (`superb merge --allow-plugins`; run.spec.parse_spec)."""
+    responses), ready for superb.run.results.write_results, and the files merged although they were not as their
+    shard recorded them (``--unverified``; none otherwise). The spec comes from the shards' provenance.json: one
+    naming a plug-in is refused unless ``allow_plugins`` (`superb merge --allow-plugins`)."""
 
     t0 = time.perf_counter()
     if not folders:
         raise DataError("give the shard folders to merge (results/NAME.shard-*)")
-    shards = sorted((read_shard(f) for f in folders), key=lambda s: (s.shard.index, str(s.path)))
+    shards = sorted((read_shard(f) for f in folders), key=lambda s: (_shard(s).index, str(s.path)))
     selection = check_shards(shards)
     order = {q: i for i, q in enumerate(selection)}
     first = shards[0]
-    spec_file = first.provenance.get("spec_file")
-    spec = parse_spec(first.provenance["spec"], source=Path(spec_file) if spec_file else None, plugins=allow_plugins)
+    spec = folder_spec(first, allow_plugins=allow_plugins)
 
-    runs = [s.runs() for s in shards]
+    runs = [_runs(s) for s in shards]
     names = [p.name for p in spec.pipelines]
     pipelines = {}
     for name in names:
         parts = []
         for s, shard_runs in zip(shards, runs):
             if name not in shard_runs:
-                raise DataError(f"{s.path} has no run of system {name!r} (its systems.json: {sorted(shard_runs)})")
+                raise DataError(f"{s.path} has no run of system {name!r} (its {SYSTEMS}: {sorted(shard_runs)})")
             run = shard_runs[name]
-            stray = sorted(set(run["qid"].astype(str)) - set(s.qids))
+            stray = sorted(set(run["qid"].astype(str)) - set(_qids(s)))
             if stray:
                 raise DataError(f"{s.path}: the run of {name!r} holds queries of other shards: {_some(stray)}")
             parts.append(run)
@@ -309,15 +286,18 @@ def merge_shards(folders: list[str | Path], *, allow_plugins: bool = False):
     qrels_order = {q: i for i, q in enumerate(first.record.get("qrels_order") or selection)}
     qrels = _in_order(pd.concat([s.qrels() for s in shards], ignore_index=True), qrels_order)
     llm_info = _llm_info(shards)
-    shipped = [(s.shard.label, s.path / "responses.jsonl.gz") for s in shards]
-    responses = MergedResponses(shipped) if any(p.is_file() for _, p in shipped) else None  # none: cache was off
-    sharding = {"merged": [_summary(s) for s in shards], "count": first.shard.count, "rule": SHARD_RULE,
+    shipped = [(_shard(s).label, s.path / RESPONSES) for s in shards]
+    sources = [(s.provenance.get("responses") or {}).get("sources") or {} for s in shards
+               if (s.path / RESPONSES).is_file()]  # each shipped file's rows by where they came from
+    responses = MergedResponses(shipped, sources) if any(p.is_file() for _, p in shipped) else None  # none: no cache
+    sharding = {"merged": [_summary(s) for s in shards], "count": _shard(first).count, "rule": SHARD_RULE,
                 "spec_digest": spec_digest(spec.raw)}
     timings = {"shards_total_s": sum(float((s.provenance.get("timings") or {}).get("total_s", 0.0)) for s in shards),
                "merge_s": time.perf_counter() - t0}
-    return ExperimentResult(spec=spec, topics=topics, qrels=qrels, pipelines=pipelines,
-                            dataset_provenance=first.provenance.get("dataset") or {}, llm_info=llm_info,
-                            timings=timings, responses=responses, sharding=sharding)
+    result = ExperimentResult(spec=spec, topics=topics, qrels=qrels, pipelines=pipelines,
+                              dataset_provenance=first.provenance.get("dataset") or {}, llm_info=llm_info,
+                              timings=timings, responses=responses, sharding=sharding)
+    return result, [m for s in shards for m in s.mismatches]
 
 
 def _in_order(frame: pd.DataFrame, order: dict[str, int], then: str | None = None) -> pd.DataFrame:
@@ -348,10 +328,11 @@ def _llm_info(shards: list[ShardFolder]) -> dict[str, Any] | None:
 
 def _summary(s: ShardFolder) -> dict[str, Any]:
     llm = s.provenance.get("llm") or {}
-    return {"folder": str(s.path), "shard": s.shard.label, "queries": len(s.qids),
+    return {"folder": str(s.path), "shard": _shard(s).label, "queries": len(_qids(s)),
             "spec_file": s.provenance.get("spec_file"), "project": s.provenance.get("project"),
             "host": s.provenance.get("host"), "endpoints": llm.get("endpoints"),
-            "responses": s.provenance.get("responses"), "verified": s.record.get("verified")}
+            "responses": s.provenance.get("responses"), "verified": s.record.get("verified"),
+            **({"unverified": [m.name for m in s.mismatches]} if s.mismatches else {})}
 
 
 @dataclass
@@ -360,6 +341,7 @@ class MergedResponses:
     results writer's hook like a run's own (superb.llm.ship.ship_responses)."""
 
     files: list[tuple[str, Path]]  # (shard label, its responses.jsonl.gz), lowest shard first
+    shard_sources: list[dict[str, int]] = field(default_factory=list)  # each shipped file's sources (provenance)
     duplicates: int = 0
     conflicts: list[str] = field(default_factory=list)
 
@@ -367,10 +349,8 @@ class MergedResponses:
         present = [(label, p) for label, p in self.files if p.is_file()]
         taken: dict[str, int] = {label: 0 for label, _ in present}
         sources: dict[str, int] = {}
-        for label, p in present:
-            summary = (json.loads((p.parent / "provenance.json").read_text(encoding="utf-8")).get("responses")
-                       or {})
-            for src, n in (summary.get("sources") or {}).items():
+        for counts in self.shard_sources:
+            for src, n in counts.items():
                 sources[src] = sources.get(src, 0) + int(n)
 
         def merged() -> Iterator[str]:

@@ -3,7 +3,7 @@
 The folder is replaced as a whole (superb.atomic): written beside it as ``.NAME.writing-PID``, then swapped in, so
 no file of an earlier run survives and an interrupted write leaves the earlier folder whole.
 
-Layout of ``results/NAME/``:
+Layout of ``results/NAME/`` (the names: superb.folder.layout; read back through superb.folder):
   table.md, table.csv      Table-4-style report (means per view; per comparison its role -- confirmatory, exploratory
                            or corrected --, effect with 95% interval, raw and corrected p-values, reject flags, the
                            family of each test and its size; queries without a relevant document); confirmatory
@@ -23,7 +23,8 @@ Layout of ``results/NAME/``:
   qrels.trec, topics.tsv   exactly what was evaluated
   responses.jsonl.gz       the cached LLM answers the run used (superb/llm/ship.py): `superb responses replay`
   provenance.json          spec, package versions, data checksums, project commit, LLM endpoint/model, timings, the
-                           shipped responses' summary and the files of the folder; written last, when it is complete
+                           shipped responses' summary and the sha256 of every file of the folder; written once, last,
+                           when the folder is complete (superb.provenance.write)
   cost.png, gain_*.png     effectiveness against LLM cost; per-query gains over the baseline
 """
 
@@ -43,13 +44,16 @@ from superb.eval.families import Hypothesis, by_construction, families
 from superb.eval.measures import judged_measure, parse_measures
 from superb.eval.plots import cost_plot, gain_plot
 from superb.eval.stats import PairedTest
-from superb.eval.table_files import read_tables, write_tables
+from superb.eval.table_files import write_tables
 from superb.eval.table_markdown import format_markdown
 from superb.eval.view_verdicts import views_sentence
 from superb.run.experiment import ExperimentResult
 from superb.llm.prompts import file_records
 from superb.llm.ship import ship_responses
-from superb.provenance import folder_files, write as write_provenance
+from superb.folder import layout
+from superb.folder.kinds import open_folder
+from superb.folder.verify import Mismatch, as_records, note
+from superb.provenance import environment, write as write_provenance
 from superb.trec.runs import TIE_RULE, write_run
 from superb.run.shards import file_digests
 from superb.run.spec_names import check_file_names, file_name
@@ -167,40 +171,44 @@ def _cost(price: dict[str, float] | None, prompt_tokens: int, completion_tokens:
     return (prompt_tokens * price.get("prompt", 0.0) + completion_tokens * price.get("completion", 0.0)) / 1e6
 
 
-def write_results(result: ExperimentResult, out_dir: Path) -> Path:
+def write_results(result: ExperimentResult, out_dir: Path, *, unverified: tuple[Mismatch, ...] = ()) -> Path:
     """Evaluate ``result`` and write its results folder ``out_dir``, replacing any earlier one as a whole
     (superb.atomic: written beside it, then swapped in), so no file of an earlier run survives and a failed or
-    interrupted write leaves the earlier folder as it was. Systems whose names map to one file are refused first."""
+    interrupted write leaves the earlier folder as it was. Systems whose names map to one file are refused first.
+    ``unverified``: input files read although they were not as their folders recorded them (``--unverified``):
+    table.md says so under its heading, provenance.json lists them."""
     out_dir = Path(out_dir)
     check_file_names(list(result.pipelines))
     ev = evaluate(result)
     with replacing(out_dir) as tmp:
-        _write_folder(result, ev, tmp)
+        _write_folder(result, ev, tmp, tuple(unverified))
     return out_dir
 
 
-def _write_folder(result: ExperimentResult, ev: Evaluation, out_dir: Path) -> None:
-    (out_dir / "runs").mkdir()
+def _write_folder(result: ExperimentResult, ev: Evaluation, out_dir: Path, unverified: tuple[Mismatch, ...]) -> None:
+    (out_dir / layout.RUNS).mkdir()
     usage = usage_frame(result)
-    write_table(result, ev, usage, out_dir)
-    usage.to_csv(out_dir / "usage.csv", index=False)
+    write_table(result, ev, usage, out_dir, unverified=note(unverified))
+    usage.to_csv(out_dir / layout.USAGE, index=False)
 
     systems = {}
     for name, pr in result.pipelines.items():
-        systems[name] = f"runs/{file_name(name)}.run"
+        systems[name] = layout.run_file(file_name(name))
         write_run(pr.run, out_dir / systems[name], tag=file_name(name))
-    (out_dir / "systems.json").write_text(json.dumps(systems, indent=2), encoding="utf-8")
+    (out_dir / layout.SYSTEMS).write_text(json.dumps(systems, indent=2), encoding="utf-8")
     write_stage_scores({name: pr.run for name, pr in result.pipelines.items()}, out_dir)
     result.qrels[["qid", "docno", "label"]].assign(it=0)[["qid", "it", "docno", "label"]].to_csv(
-        out_dir / "qrels.trec", sep=" ", header=False, index=False)
-    result.topics[["qid", "query"]].to_csv(out_dir / "topics.tsv", sep="\t", header=False, index=False)
+        out_dir / layout.QRELS, sep=" ", header=False, index=False)
+    result.topics[["qid", "query"]].to_csv(out_dir / layout.TOPICS, sep="\t", header=False, index=False)
     _plots(result, ev, usage, out_dir)
-    folder_complete(result, out_dir, systems)
+    folder_complete(result, out_dir, systems, unverified)
 
 
-def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
+def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path, *,
+                unverified: str = "") -> None:
     """table.md (with, when there are several views, whether a conclusion changes between them), table.csv and
-    perquery.csv of an evaluation; ``usage``: usage_frame's columns (or a folder's usage.csv)."""
+    perquery.csv of an evaluation; ``usage``: usage_frame's columns (or a folder's usage.csv); ``unverified``: the
+    line (superb.folder.verify.note) that marks a table made from files not as recorded, under the heading."""
 
     usage = usage.set_index("system")
     judged = ev.perquery[ev.perquery["measure"].str.startswith("Judged")].groupby("system")["value"].mean()
@@ -210,19 +218,21 @@ def write_table(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, o
         extra["cost $"] = usage["est_cost_uncached_usd"]
     order = list(result.pipelines)
     sentence = views_sentence(ev.table)
-    (out_dir / "table.md").write_text(
-        f"# {result.spec.name}\n\n{result.spec.description}\n\n"
+    (out_dir / layout.TABLE_MD).write_text(
+        f"# {result.spec.name}\n\n{result.spec.description}\n\n" + (f"{unverified}\n\n" if unverified else "")
         + format_markdown(ev.table, [repr(m) for m in ev.measures], order, ev.info, extra=extra)
         + (f"\n## Views\n\n{sentence}" if sentence else ""), encoding="utf-8")
     write_tables(ev.table, out_dir)
-    power_summary(ev.table, ev.info["alpha"], ev.info["correction"]).to_csv(out_dir / "power.csv", index=False)
-    ev.perquery.to_csv(out_dir / "perquery.csv", index=False)
+    power_summary(ev.table, ev.info["alpha"], ev.info["correction"]).to_csv(out_dir / layout.POWER, index=False)
+    ev.perquery.to_csv(out_dir / layout.PERQUERY, index=False)
 
 
-def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, str]) -> None:
-    """The last step of :func:`write_results`: every other file of the folder is written when this runs. A step
-    that needs the finished folder belongs here: shipping the LLM responses the run used (superb.llm.ship, which adds
-    its summary to provenance.json); then provenance.json gets the list of the folder's files."""
+def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, str],
+                    unverified: tuple[Mismatch, ...] = ()) -> None:
+    """The last step of :func:`write_results`: every other file of the folder is written when this runs. The code's
+    record (source.patch) and the LLM responses the run used (superb.llm.ship) are written, then provenance.json,
+    once, with everything: the responses' summary, a shard's sha256 of its files (what `superb merge` checks) and the
+    sha256 of every file (report.html is added when it is written)."""
 
     provenance = {
         "spec": result.spec.raw, "spec_file": str(result.spec.source) if result.spec.source else None,
@@ -239,15 +249,15 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     plugins = plugin_records(result.spec.pipelines)
     if plugins:  # stage types from outside superb: their module and its file's sha256 or package version
         provenance["plugins"] = plugins
+    env = environment(out_dir)  # packages, project (commit, dirty, diff), host; source.patch when dirty
+    provenance["responses"] = ship_responses(result, out_dir)  # the LLM answers used: the folder re-derives anywhere
     if getattr(result, "sharding", None):  # a shard of a run, or a merge of shards (superb/run/shards.py, merge.py)
-        provenance["sharding"] = result.sharding
-    path = write_provenance(out_dir, provenance)  # + packages, project (commit, dirty, diff), host; source.patch
-    ship_responses(result, out_dir)  # responses.jsonl.gz: the LLM answers used, so the folder re-derives anywhere
-    provenance = json.loads(path.read_text(encoding="utf-8"))  # with the shipped responses' summary
-    if "shard" in (provenance.get("sharding") or {}):  # what `superb merge` checks the shard's files against
-        provenance["sharding"]["sha256"] = file_digests(out_dir)
-    provenance["files"] = folder_files(out_dir)  # each file's sha256 (report.html is added when it is written)
-    path.write_text(json.dumps(provenance, indent=2, default=str), encoding="utf-8")
+        provenance["sharding"] = dict(result.sharding)
+        if "shard" in result.sharding:  # what `superb merge` checks the shard's files against
+            provenance["sharding"]["sha256"] = file_digests(out_dir)
+    if unverified:
+        provenance["unverified"] = as_records(unverified)
+    write_provenance(out_dir, provenance, environment_of=env, hash_files=True)
 
 
 def _plots(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
@@ -261,10 +271,10 @@ def _plots(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_di
     reranked = [p.name for p in result.spec.pipelines if p.rerank]
     if reranked:
         pts = cumulative_cost(result.spec.pipelines, usage).loc[reranked]
-        cost_plot(pts.join(ndcg.rename("ndcg10")).reset_index(), out_dir / "cost.png")
+        cost_plot(pts.join(ndcg.rename("ndcg10")).reset_index(), out_dir / layout.COST_PLOT)
     for p in result.spec.pipelines:
         if p.baseline:
-            gain_plot(first, p.name, p.baseline, "nDCG@10", out_dir / f"gain_{file_name(p.name)}.png")
+            gain_plot(first, p.name, p.baseline, "nDCG@10", out_dir / layout.gain_plot(file_name(p.name)))
 
 
 def cumulative_cost(pipelines, usage: pd.DataFrame) -> pd.DataFrame:
@@ -282,6 +292,6 @@ def cumulative_cost(pipelines, usage: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_table(result_dir: Path) -> pd.DataFrame:
-    """The table of a results folder, every view (superb.eval.table_files), measures under their spec names."""
-
-    return read_tables(result_dir)
+    """The table of a run's results folder, every view, measures under their spec names, each file checked against
+    its recorded sha256 (superb.folder)."""
+    return open_folder(result_dir).tables()

@@ -28,6 +28,7 @@ import pandas as pd
 
 from superb.provenance import folder_files
 from superb.errors import DataError
+from superb.folder.layout import PROVENANCE
 
 SHARD_RULE = ("the selected qids sorted as strings, dealt round robin: shard i of n takes positions i-1, i-1+n, "
               "i-1+2n, ... of that list")
@@ -119,7 +120,7 @@ def run_record(run: pd.DataFrame, topics: pd.DataFrame) -> dict[str, Any]:
 def file_digests(folder: Path) -> dict[str, str]:
     """sha256 of every file of a finished results folder but provenance.json (which holds them), by relative path:
     ``merge`` refuses a shard whose files changed after it was written."""
-    return {name: sha for name, sha in folder_files(folder, skip=()).items() if name != "provenance.json"}
+    return {name: sha for name, sha in folder_files(folder, skip=()).items() if name != PROVENANCE}
 
 
 def defining(raw: dict[str, Any]) -> dict[str, Any]:

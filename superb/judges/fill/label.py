@@ -46,7 +46,7 @@ A later `superb run` of the spec rewrites the folder without these; run the fill
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -56,6 +56,11 @@ import numpy as np
 import pandas as pd
 
 from superb.atomic import check_replaceable
+from superb.folder.kinds import open_folder
+from superb.folder.layout import USAGE
+from superb.folder.run_folder import RunFolder, ShardFolder
+from superb.folder.spec import folder_spec
+from superb.folder.verify import as_records, note
 from superb.errors import DataError
 from superb.judges.fill.inputs import FillOptions, Folder
 from superb.judges.fill.write import write_fill
@@ -64,34 +69,28 @@ from superb.judges.registry import build_judge
 from superb.judges.studies.calibration import Ensemble, KappaCutSearch
 from superb.llm.connect import open_for_spec
 from superb.llm.ship import response_log
-from superb.trec.runs import read_qrels, read_run, strictly_decreasing
-from superb.run.spec import parse_spec
+from superb.trec.runs import strictly_decreasing
 
 
 def read_folder(path: str | Path, *, allow_plugins: bool = False) -> Folder:
-    """The folder's files; a missing file or a shard folder is a DataError naming it. A spec naming a plug-in is
-    refused unless ``allow_plugins`` (`--allow-plugins`: superb.run.spec.parse_spec)."""
-
-    path = Path(path)
-
-    def need(name: str) -> Path:
-        f = path / name
-        if not f.is_file():
-            raise DataError(f"{f} does not exist: --fill takes a folder written by `superb run` (or `superb merge`)")
-        return f
-
-    provenance = json.loads(need("provenance.json").read_text(encoding="utf-8"))
-    if "shard" in (provenance.get("sharding") or {}):
+    """The folder's files, read through superb.folder (each checked against its recorded sha256; the systems'
+    baselines by the folder's rule); a missing file or a shard folder is a DataError naming it. Files read with
+    --unverified mark the filled table (a line under its heading) and its provenance ("unverified"). A spec naming a
+    plug-in is refused unless ``allow_plugins`` (`--allow-plugins`)."""
+    opened = open_folder(path, RunFolder, what="a folder written by `superb run` (or `superb merge`)")
+    if isinstance(opened, ShardFolder):
         raise DataError(f"{path} is one shard of a run: merge the shards first (`superb merge`), then fill the merge")
-    spec_file = provenance.get("spec_file")
-    spec = parse_spec(provenance["spec"], source=Path(spec_file) if spec_file else None, plugins=allow_plugins)
-    systems = json.loads(need("systems.json").read_text(encoding="utf-8"))
-    runs = {name: read_run(need(rel)) for name, rel in systems.items()}
-    topics = pd.read_csv(need("topics.tsv"), sep="\t", header=None, names=["qid", "query"], dtype=str,
-                         keep_default_na=False)
-    qrels = read_qrels(need("qrels.trec"))
-    usage = pd.read_csv(need("usage.csv"))
-    return Folder(path, provenance, spec, runs, topics, qrels, usage)
+    spec = folder_spec(opened, allow_plugins=allow_plugins)
+    runs, topics, qrels = opened.runs(), opened.topics(), opened.qrels()
+    usage = opened.usage()
+    if usage is None:
+        opened.file(USAGE, missing="--fill takes a folder written by `superb run` (or `superb merge`)")
+    spec = dataclasses.replace(spec, baselines={p.name: opened.baselines.get(p.name) for p in spec.pipelines})
+    provenance = dict(opened.provenance)
+    if opened.mismatches:
+        spec = dataclasses.replace(spec, description=f"{spec.description}\n\n{note(opened.mismatches)}".strip())
+        provenance["unverified"] = as_records(opened.mismatches)
+    return Folder(opened.path, provenance, spec, runs, topics, qrels, usage)
 
 
 def top_pairs(runs: dict[str, pd.DataFrame], depth: int) -> pd.DataFrame:

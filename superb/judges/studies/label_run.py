@@ -20,7 +20,6 @@ A verdict FLIPS when the conclusion changes: significantly better, significantly
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,38 +29,42 @@ import pandas as pd
 
 from superb.errors import DataError, SpecError
 from superb.eval.measures import parse_measures
+from superb.folder.kinds import open_folder
+from superb.folder.layout import SYSTEMS
+from superb.folder.run_folder import RunFolder
+from superb.folder.verify import as_records, note
 from superb.run.experiment import run_systems
 from superb.judges.commands.spec_studies import LabelStudySpec
 from superb.judges.pair_agreement import markdown_cells, markdown_header
 from superb.judges.records import Judgment
 from superb.judges.studies.label import all_verdicts, label_study
-from superb.trec.runs import read_run
 from superb.run.spec import PipelineSpec
 
 
 def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_name: str
                      ) -> tuple[dict[str, pd.DataFrame], dict[str, str | None], dict]:
-    """Runs and baselines of a `superb run` results folder (systems.json, runs/*.run, provenance.json's spec).
+    """Runs and baselines of a `superb run` results folder, read through superb.folder (each file checked against
+    its recorded sha256; each system's baseline by the spec's rule: its ``baseline``, else the ``input`` it reranks).
     A baseline that is not selected leaves its system untested (listed in info["untested_without_baseline"])."""
-    folder = Path(folder)
-    systems_file = folder / "systems.json"
-    if not systems_file.is_file():
-        raise SpecError("label_study.runs", f"{systems_file} does not exist: give a folder written by `superb run` "
-                                            "(relative paths are resolved against the current directory)")
-    systems = json.loads(systems_file.read_text(encoding="utf-8"))
-    prov_file = folder / "provenance.json"
-    spec = json.loads(prov_file.read_text(encoding="utf-8")).get("spec", {}) if prov_file.is_file() else {}
-    source_dataset = (spec.get("dataset") or {}).get("name")
+    try:
+        opened = open_folder(folder, RunFolder, record_optional=True,
+                             what="a folder written by `superb run` (relative paths are resolved against the current "
+                                  "directory)")
+    except DataError as exc:
+        raise SpecError("label_study.runs", str(exc)) from None
+    systems = opened.systems()
+    source_dataset = (opened.spec_raw.get("dataset") or {}).get("name")
     if source_dataset is not None and source_dataset != dataset_name:
         raise DataError(f"label_study.runs: {folder} holds runs on data set {source_dataset!r}, but this spec "
                         f"judges {dataset_name!r}; use runs of the same data set")
     names = list(select) if select is not None else list(systems)
     unknown = [s for s in names if s not in systems]
     if unknown:
-        raise SpecError("label_study.select", f"systems {unknown} are not in {systems_file}; it has {list(systems)}")
+        raise SpecError("label_study.select", f"systems {unknown} are not in {opened.path / SYSTEMS}; it has "
+                                              f"{list(systems)}")
     if len(names) < 2:
         raise SpecError("label_study.select", f"a label study orders at least two systems, found {names}")
-    declared = {p.get("name"): p.get("baseline") for p in spec.get("pipelines", [])}
+    declared = opened.baselines
     baselines, untested = {}, []
     for s in names:
         b = declared.get(s)
@@ -70,8 +73,12 @@ def runs_from_folder(folder: str | Path, select: Sequence[str] | None, dataset_n
             b = None
         baselines[s] = b
 
-    runs = {s: read_run(folder / systems[s]) for s in names}
-    return runs, baselines, {"source": str(folder), "untested_without_baseline": untested}
+    runs = opened.runs(names)
+    marked = note(opened.mismatches)
+    info = {"source": f"{folder}; {marked}" if marked else str(folder), "untested_without_baseline": untested}
+    if opened.mismatches:
+        info["unverified"] = as_records(opened.mismatches)
+    return runs, baselines, info
 
 
 def runs_from_first_stages(systems: Sequence[Mapping[str, Any]], dataset: Any, topics: pd.DataFrame
