@@ -297,11 +297,14 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_table(args) -> int:
+    from superb.eval.judge_table import is_judge_folder
     from superb.eval.paper_table import paper_table
     from superb.eval.paper_table_files import write_paper_table
     from superb.eval.paper_table_markdown import format_markdown
 
     names = [n.strip() for n in args.names.split(",")] if args.names else None
+    if args.folders and all(is_judge_folder(f) for f in args.folders):
+        return _judge_table(args, names)
     frame = paper_table(args.folders, measures=args.measures, names=names, anchors=args.anchors,
                         average=args.average, view=args.view, unverified=args.unverified)
     if args.out is None:
@@ -313,6 +316,29 @@ def _cmd_table(args) -> int:
         record = {"command": _table_command(args), "collections": frame.attrs["collections"],
                   "measures": frame.attrs["measures"], "average": frame.attrs["average"],
                   "inputs": frame.attrs["inputs"]}  # each folder read: its provenance's and files' sha256
+        if frame.attrs["unverified"]:
+            record["unverified"] = frame.attrs["unverified"]
+        provenance.write(tmp, record, hash_files=True)
+    print((args.out / "table.md").read_text(encoding="utf-8"))
+    print(f"written to {args.out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{booktabs}})")
+    return 0
+
+
+def _judge_table(args, names: list[str] | None) -> int:
+    """`superb table` on `superb judge` folders: the table a judging paper prints (superb.eval.judge_table)."""
+    from superb.eval.judge_table import format_markdown, judge_table, write_judge_table
+
+    measure = args.measures[0] if args.measures else "nDCG@10"
+    frame = judge_table(args.folders, names, anchors=args.anchors, measure=measure, unverified=args.unverified)
+    if args.out is None:
+        print(format_markdown(frame))
+        print("pass --out DIR to write table.md, table.csv and table.tex")
+        return 0
+    with replacing(args.out) as tmp:
+        write_judge_table(frame, tmp, title=args.out.name)
+        record = {"command": _table_command(args),
+                  "collections": [{"name": i["name"], "folder": i["folder"]} for i in frame.attrs["inputs"]],
+                  "measures": [measure], "judges": True, "inputs": frame.attrs["inputs"]}
         if frame.attrs["unverified"]:
             record["unverified"] = frame.attrs["unverified"]
         provenance.write(tmp, record, hash_files=True)

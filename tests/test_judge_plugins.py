@@ -177,3 +177,35 @@ def test_a_judge_registered_by_a_package_is_named_by_its_short_name_and_a_name_c
         assert "type 'pointwise' is superb's own (superb.judges.pointwise:PointwiseJudge) and is also registered " \
                "by other-judges 2.0" in err
         assert srv.requests == before
+
+
+def test_superb_table_writes_the_judging_table_from_judge_folders_with_quoted_rows(folder, capsys):
+    """`superb table` on `superb judge` folders: kappa per judge and collection with intervals, quoted rows, the
+    three files; a hand-edited cell of a folder is refused, and read with --unverified the output says so."""
+    with FakeServer(responder=three_grades) as srv:
+        assert main(["judge", str(spec(folder, srv.base_url, "my_judges.py:ThreeGradeJudge")), "--out", "a"]) == 0
+    shutil.copytree(folder / "a", folder / "b")
+    (folder / "anchors.csv").write_text("method,model,source,x_kappa_linear,y_kappa_linear\n"
+                                        "UMBRELA,gpt-4o,a paper (Table 2),0.5,\n", encoding="utf-8")
+    assert main(["table", "a", "b", "--names", "X,Y", "--anchors", "anchors.csv", "--out", "tbl"]) == 0
+    table = pd.read_csv(folder / "tbl" / "table.csv")
+    mine = table[(table["judge"] == "three_grade") & (table["statistic"] == "kappa_linear")]
+    expected = pd.read_csv(folder / "a" / "agreement_calibrated.csv").set_index(["judge", "split", "against"])
+    assert mine.set_index("collection").loc["X", "value"] == pytest.approx(
+        expected.loc[("three_grade", "test", "qrels"), "kappa_linear"])
+    quoted = table[table["kind"] == "quoted"]
+    assert quoted[["judge", "model", "collection", "value"]].values.tolist() == [["UMBRELA", "gpt-4o", "X", 0.5]]
+    md = (folder / "tbl" / "table.md").read_text()
+    assert "| UMBRELA | gpt-4o | 0.500 | – |" in md and "*quoted from their sources, not run here*" in md
+    assert "\\begin{tabular}" in (folder / "tbl" / "table.tex").read_text()
+    prov = json.loads((folder / "tbl" / "provenance.json").read_text())
+    assert [c["name"] for c in prov["collections"]] == ["X", "Y"] and prov["inputs"][0]["verified"]
+    # the table's folder is not a collection, and an edited cell of a judge folder is refused
+    assert main(["table", "tbl", "--out", "tbl2"]) == 2
+    capsys.readouterr()
+    path = folder / "b" / "agreement_calibrated.csv"
+    path.write_text(path.read_text().replace("three_grade,test", "three_grade,test", 1).replace(",6,", ",7,", 1))
+    assert main(["table", "a", "b", "--names", "X,Y", "--out", "tbl3"]) == 2
+    assert "agreement_calibrated.csv" in capsys.readouterr().err
+    assert main(["table", "a", "b", "--names", "X,Y", "--out", "tbl3", "--unverified"]) == 0
+    assert "unverified" in json.loads((folder / "tbl3" / "provenance.json").read_text())

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from superb.errors import SuperbError
 from superb.eval.paper_table_latex import escape
+from superb.folder.kinds import JudgeFolder, kind_of, open_folder
+from superb.folder.verify import as_records
 
 #: statistic -> (label in the tables, file it comes from)
 STATISTICS: dict[str, str] = {
@@ -41,19 +44,29 @@ DEFAULT_STATISTICS = ("kappa_linear", "tau_llm", "tau_filled")
 COLUMNS = ["judge", "model", "collection", "statistic", "value", "low", "high", "n", "kind", "source"]
 
 
-def folder_rows(folder: Path, collection: str, measure: str = "nDCG@10") -> pd.DataFrame:
-    """The long rows of one judge folder (see the module docstring)."""
-    folder = Path(folder)
-    table = folder / "agreement_calibrated.csv"
-    if not table.is_file():
-        raise SuperbError(f"{folder}: no agreement_calibrated.csv: give folders written by `superb judge SPEC` "
-                          "with judge variants")
-    calibration = folder / "calibration.json"
+TAKES = "a folder written by `superb judge SPEC` with judge variants (e.g. results/judges_dl19)"
+
+
+def is_judge_folder(path: str | Path) -> bool:
+    """Whether ``path`` is the folder of a judge study (superb.folder's JudgeFolder), from its provenance.json."""
+    record = Path(path) / "provenance.json"
+    try:
+        return kind_of(json.loads(record.read_text(encoding="utf-8"))) is JudgeFolder
+    except (OSError, ValueError):
+        return False
+
+
+def folder_rows(path: Path, collection: str, measure: str = "nDCG@10", *, unverified: bool | None = None
+                ) -> tuple[pd.DataFrame, Any]:
+    """The long rows of one judge folder (see the module docstring), read through superb.folder (each file checked
+    against the sha256 its provenance.json records), and the opened folder."""
+    folder = open_folder(path, JudgeFolder, unverified=unverified, what=TAKES)
+    if not folder.has("agreement_calibrated.csv"):
+        raise SuperbError(f"{path}: no agreement_calibrated.csv: give {TAKES}")
     models = {}
-    if calibration.is_file():
-        models = {name: entry.get("model") or "" for name, entry in
-                  json.loads(calibration.read_text(encoding="utf-8")).items()}
-    agreement = pd.read_csv(table)
+    if folder.has("calibration.json"):
+        models = {name: entry.get("model") or "" for name, entry in folder.read_json("calibration.json").items()}
+    agreement = pd.read_csv(folder.file("agreement_calibrated.csv"))
     test = agreement[(agreement["split"] == "test") & agreement["against"].isin(["qrels", "final"])
                      & ~agreement["judge"].astype(str).str.startswith("human")]
     rows = []
@@ -61,10 +74,9 @@ def folder_rows(folder: Path, collection: str, measure: str = "nDCG@10") -> pd.D
         for stat in ("kappa", "kappa_linear", "kappa_quadratic", "agreement"):
             rows.append({"judge": r["judge"], "model": models.get(r["judge"], ""), "collection": collection,
                          "statistic": stat, "value": r.get(stat), "low": r.get(f"{stat}_low"),
-                         "high": r.get(f"{stat}_high"), "n": r.get("n"), "kind": "run", "source": str(folder)})
-    study = folder / "label_study.csv"
-    if study.is_file():
-        orderings = pd.read_csv(study)
+                         "high": r.get(f"{stat}_high"), "n": r.get("n"), "kind": "run", "source": str(path)})
+    if folder.has("label_study.csv"):
+        orderings = pd.read_csv(folder.file("label_study.csv"))
         if "labels" in orderings.columns:
             mine = orderings[(orderings["measure"] == measure) & orderings["labels"].isin(["llm", "filled"])]
             for r in mine.to_dict("records"):
@@ -72,8 +84,8 @@ def folder_rows(folder: Path, collection: str, measure: str = "nDCG@10") -> pd.D
                     rows.append({"judge": r["judge"], "model": models.get(r["judge"], ""), "collection": collection,
                                  "statistic": f"{stat}_{r['labels']}", "value": r.get(stat),
                                  "low": r.get(f"{stat}_low"), "high": r.get(f"{stat}_high"),
-                                 "n": r.get("n_systems"), "kind": "run", "source": str(folder)})
-    return pd.DataFrame(rows, columns=COLUMNS)
+                                 "n": r.get("n_systems"), "kind": "run", "source": str(path)})
+    return pd.DataFrame(rows, columns=COLUMNS), folder
 
 
 def anchor_rows(path: Path, collections: list[str]) -> pd.DataFrame:
@@ -103,15 +115,25 @@ def anchor_rows(path: Path, collections: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def judge_table(folders: list[Path], names: list[str], anchors: Path | None = None,
-                measure: str = "nDCG@10") -> pd.DataFrame:
+def judge_table(folders: list[Path], names: list[str] | None = None, anchors: Path | None = None,
+                measure: str = "nDCG@10", *, unverified: bool | None = None) -> pd.DataFrame:
+    """The long frame of every folder's rows and the anchors' (module docstring); ``attrs``: collections (each with
+    its folder, the sha256 of its provenance.json and of each file read: the table's ``inputs``), measure."""
+    names = names or [Path(f).name for f in folders]
     if len(folders) != len(names):
         raise SuperbError(f"{len(folders)} folders and {len(names)} names: give one name per folder (--names)")
-    parts = [folder_rows(f, n, measure) for f, n in zip(folders, names)]
+    if len(set(names)) != len(names):
+        raise SuperbError(f"two collections named alike ({names}): give --names A,B")
+    parts, inputs, unchecked = [], [], []
+    for f, n in zip(folders, names):
+        rows, folder = folder_rows(f, n, measure, unverified=unverified)
+        parts.append(rows)
+        inputs.append({"name": n, **folder.inputs_record()})
+        unchecked += as_records(folder.mismatches)
     if anchors is not None:
         parts.append(anchor_rows(anchors, names))
     frame = pd.concat([p for p in parts if len(p)], ignore_index=True)
-    frame.attrs.update(collections=list(names), measure=measure)
+    frame.attrs.update(collections=list(names), measure=measure, inputs=inputs, unverified=unchecked)
     return frame
 
 

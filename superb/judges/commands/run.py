@@ -208,7 +208,7 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
                                 if counts.rows and (counts.left_out or counts.depth) else {})},
                   "responses": shipped,
                   "seconds": round(time.perf_counter() - t0, 2)}
-    write_provenance(out, provenance)  # + packages, project (commit, dirty, diff), host; the one writer
+    write_provenance(out, provenance, hash_files=True)  # + packages, project, host and every file's sha256
     return {"folder": str(out), "agreement": table, "variants": variants}
 
 
