@@ -125,6 +125,8 @@ class BiEncoderReranker(Reranker):
     run's memo) and ``embedding_store_hits`` (texts read from the on-disk store). The encoder loads on first use (not at
     construction), and not at all when the store holds every text, so building a pipeline stays cheap."""
 
+    model_name = "all-MiniLM-L6-v2"  # the model a table names beside its row (provenance.json's "models")
+
     type_name = "biencoder"
     calls_llm = False
     blend_constant = 1.0  # minmax of all-equal first-stage scores (base.Reranker.order_values), as ever

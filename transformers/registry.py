@@ -62,6 +62,7 @@ class StageFacts:
     name: str
     plugin: Any = None  # plugins.PluginRef for a type from outside superb
     needs_documents: bool = True  # reads the data set's documents (their text, or their index entry: ``bm25``)
+    model: str | None = None  # a model of its own (not the LLM's), named beside its rows: the class's ``model_name``
 
     def default_template(self, options: Mapping[str, Any]) -> str | None:
         method = getattr(self.cls, "default_template", None) if self.kind == "stage" else None
@@ -85,7 +86,7 @@ def _facts(obj: Any, kind: str, type_name: str, plugin: Any) -> StageFacts:
     writes = bool(getattr(obj, "writes_score", True)) if kind == "stage" else True
     text = bool(getattr(obj, "needs_text", True))
     return StageFacts(obj, kind, bool(getattr(obj, "calls_llm", takes_llm)), text, writes, name, plugin,
-                      bool(getattr(obj, "needs_documents", text)))
+                      bool(getattr(obj, "needs_documents", text)), getattr(obj, "model_name", None))
 
 
 def stage_facts(type_name: str, path: str = "") -> StageFacts:

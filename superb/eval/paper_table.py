@@ -44,7 +44,6 @@ COLUMNS = ["system", "collection", "measure", "mean", "delta", "ci_low", "ci_hig
            "kind", "mark", "role", "baseline", "n_queries", "model", "source"]
 AVERAGE = "average"
 DEFAULT_MEASURES = ("nDCG@10",)
-BIENCODER_MODEL = "all-MiniLM-L6-v2"  # transformers/biencoder.py
 ANCHOR_COLUMNS = ("method", "model", "source")
 #: what a spec's [evaluation] means when it leaves these out (superb.run.spec.EvaluationSpec's defaults, a layer above:
 #: tests/test_paper_table.py pins them equal)
@@ -138,19 +137,10 @@ def _read_folder(opened: RunFolder, name: str, measures: list[str], view: str) -
 
 
 def _models(folder: RunFolder) -> dict[str, str]:
-    """system -> the model it used: the folder's LLM for a system that made LLM requests, the bi-encoder's model for
-    a bi-encoder stage, "" otherwise (BM25, a given run)."""
-    out = {}
-    llm = (folder.provenance.get("llm") or {}).get("model") or ""
-    usage = folder.usage() if llm else None
-    if usage is not None and "requests" in usage.columns:
-        out.update({str(s): llm for s, n in zip(usage["system"], usage["requests"]) if n and n > 0})
-    for p in folder.spec_raw.get("pipelines") or []:
-        stages = p.get("rerank") if isinstance(p, dict) else None
-        stages = stages if isinstance(stages, list) else [stages] if isinstance(stages, dict) else []
-        if any(isinstance(s, dict) and s.get("type") == "biencoder" for s in stages):
-            out.setdefault(str(p.get("name")), BIENCODER_MODEL)
-    return out
+    """system -> the models it used, as the folder's provenance.json records them (``models``: written by the run from
+    its stages: the LLM's id, a bi-encoder's name); "" for a system without one (BM25, a given run). A folder written
+    before superb recorded models names none (write it again, from its shipped answers: 0 calls)."""
+    return {str(k): str(v) for k, v in (folder.provenance.get("models") or {}).items()}
 
 
 def _measure_key(name: str, keep_rel: bool):

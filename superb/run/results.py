@@ -59,7 +59,7 @@ from superb.run.shards import file_digests
 from superb.run.spec_names import check_file_names, file_name
 from superb.run.stage_report import stage_line, table_notes
 from superb.stage_scores import write_stage_scores
-from superb.transformers.registry import plugin_records
+from superb.transformers.registry import plugin_records, stage_facts
 
 USAGE_COLUMNS = ("calls", "cache_hits", "coalesced", "failures", "retries", "prompt_tokens", "completion_tokens",
                  "saved_prompt_tokens", "server_cached_tokens")
@@ -240,6 +240,9 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
             f"pipeline:{n}": round(p.seconds, 3) for n, p in result.pipelines.items()}},
         "systems": systems, "ties": TIE_RULE,
     }
+    models = system_models(result.spec, (result.llm_info or {}).get("model"))
+    if models:  # per system the models its own stages used (the LLM's id, a bi-encoder's name): tables name them
+        provenance["models"] = models
     given = {n: p.given_run for n, p in result.pipelines.items() if getattr(p, "given_run", None)}
     if given:  # first stages read from run files: which file, its sha256 (superb.trec.run_files)
         provenance["given_runs"] = given
@@ -258,6 +261,24 @@ def folder_complete(result: ExperimentResult, out_dir: Path, systems: dict[str, 
     if unverified:
         provenance["unverified"] = as_records(unverified)
     write_provenance(out_dir, provenance, environment_of=env, hash_files=True)
+
+
+def system_models(spec: Any, llm_model: str | None) -> dict[str, str]:
+    """system -> the models its own stages used, joined by "; ": the LLM's model id for a stage that calls it, a stage
+    class's own ``model_name`` (the bi-encoder's) for one that declares it; systems without a model are left out."""
+    out = {}
+    for p in spec.pipelines:
+        found: list[str] = []
+        if isinstance(p.first_stage, dict) and "expand" in p.first_stage and llm_model:
+            found.append(llm_model)
+        for i, stage in enumerate(p.rerank):
+            facts = stage_facts(stage.get("type"), f"{p.path}.rerank[{i}]")
+            model = llm_model if facts.calls_llm else facts.model
+            if model and model not in found:
+                found.append(model)
+        if found:
+            out[p.name] = "; ".join(found)
+    return out
 
 
 def _plots(result: ExperimentResult, ev: Evaluation, usage: pd.DataFrame, out_dir: Path) -> None:
