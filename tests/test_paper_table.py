@@ -95,7 +95,8 @@ def test_the_anchors_are_quoted_with_their_model_and_never_marked():
     assert zephyr["mean"].tolist() == [0.7080] and zephyr["source"].str.contains("rank_llm").all()
     md = format_markdown(frame)
     assert "*quoted from their sources, not run here*" in md
-    assert "| RankGPT listwise (sliding windows) | gpt-4o-mini | 0.7345 | \u2013 |" in md
+    assert "| RankGPT listwise (sliding windows) | gpt-4o-mini | 0.7345 | 0.6841 |" in md
+    assert "| pointwise yes/no | Flan-T5-large | 0.6544 | \u2013 |" in md  # no DL20 value published: a dash
     assert "Quoted rows: other systems' published numbers" in md and "ielab/llm-rankers README.md" in md
 
 
