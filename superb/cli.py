@@ -52,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(shown(f"superb: error: {exc}", sys.stderr), file=sys.stderr)
                 return 2
             status = None  # an error of the interrupted work's unwinding: the interrupt is what happened
+        except OSError as exc:  # a full disk, an unwritable or vanished folder: the path and the fix, not a traceback
+            if interrupt.requested():
+                status = None
+            else:
+                print(shown(f"superb: error: {os_error(exc)}", sys.stderr), file=sys.stderr)
+                return 2
         except SystemExit as exc:  # superb's commands never raise it: code a spec named did, outside a stage's guard
             print(shown(f"superb: error: {faults.fault('code run by this command', exc)}; the command stopped there",
                         sys.stderr), file=sys.stderr)
@@ -64,6 +70,15 @@ def main(argv: list[str] | None = None) -> int:
         if argv is None and interrupt.requested():  # a command that ended on Ctrl-C by itself (`superb llm serve`)
             interrupt.exit_now(status=status, line=None)
         return status
+
+
+def os_error(exc: OSError) -> str:
+    """An operating system's refusal as superb reports it: the path, the reason and what to do (a writer that failed
+    left no temporary file: superb.atomic, and each file writer removes its own)."""
+    where = exc.filename or "a file"
+    reason = exc.strerror or str(exc)
+    return (f"cannot write or read {where}: {reason}. Nothing half-written was left behind; free disk space, or "
+            "choose a writable --out (or path), and run the command again")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -292,6 +307,8 @@ def _report(folder: Path, out: Path | None = None) -> Path:
 
 
 def _cmd_report(args) -> int:
+    target = Path(args.out) if args.out else Path(args.result) / "report.html"
+    check_writable(target.parent / ".report")  # the page's folder must take a new file, before the page is made
     _report(args.result, args.out)  # a folder without systems.json, table.md... is a DataError naming the file
     return 0
 
@@ -303,6 +320,8 @@ def _cmd_table(args) -> int:
     from superb.eval.paper_table_markdown import format_markdown
 
     names = [n.strip() for n in args.names.split(",")] if args.names else None
+    if args.out is not None:  # before any folder is read: a full disk or a read-only place is named first
+        check_writable(args.out)
     if args.folders and all(is_judge_folder(f) for f in args.folders):
         return _judge_table(args, names)
     frame = paper_table(args.folders, measures=args.measures, names=names, anchors=args.anchors,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Callable
 
-from superb.errors import SpecError, utf8_error
+from superb.errors import Errors, SpecError, utf8_error
 
 _MISSING = object()
 _TOML_PLACE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$|\s*\(at end of document\)$")
@@ -256,13 +256,18 @@ def read_options(options: Mapping[str, Any], path: str, schema: Mapping[str, Opt
             if old in options and old not in schema and new in schema:
                 raise SpecError(f"{path}.{old}", f"renamed to {new!r} ({why}): write {new} = {options[old]!r}")
     what = f"option for type {options.get('type')!r}" if isinstance(options, Mapping) else "option"
-    check_keys(options, path, optional=["type", *schema], what=what)
+    errors = Errors()  # each key is independent: every wrong one is reported at once
+    errors.part(check_keys, options, path, optional=["type", *schema], what=what)
+    values: dict[str, Any] = {}
     for key, opt in schema.items():
         if opt.default is REQUIRED and key not in options:
             what = (opt.parse.__doc__ or "").strip().split("\n")[0]
-            raise SpecError(join(path, key), f"missing (required): {what}" if what else "missing (required)")
-    return {key: opt.parse(options[key], join(path, key)) if key in options else opt.default
-            for key, opt in schema.items()}
+            errors.found.append(SpecError(join(path, key), f"missing (required): {what}" if what else
+                                          "missing (required)"))
+            continue
+        values[key] = errors.part(opt.parse, options[key], join(path, key)) if key in options else opt.default
+    errors.raise_any()
+    return values
 
 
 def construct(cls: Any, path: str, *args: Any, **kw: Any) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 from superb import paths
 from superb.batch.collect import cache_path, llm_config, run_round
 from superb.batch.submit import SubmitState, Submitter, work_dir
+from superb.atomic import check_writable
 from superb.errors import SpecError, SuperbError
 from superb.llm.batch import PendingStore
 from superb.llm.batch_api import BATCH_DISCOUNT, BatchAPI, MAX_BYTES, MAX_LINES
@@ -111,6 +112,7 @@ def _cache_path(args: argparse.Namespace) -> Path:
 
 def _export(args: argparse.Namespace) -> int:
     max_bytes = None if args.max_mb is None else int(args.max_mb * 2**20)
+    check_writable(Path(args.out).parent / ".batch")  # before the spec runs: its folder takes new files
     found = run_round(load_spec(args.spec), args.out, max_lines=args.max_lines, max_bytes=max_bytes)
     for part in found.parts:
         print(f"wrote {part.lines} requests to {part.path} (sha256 {part.sha256[:12]})")
@@ -200,6 +202,7 @@ def _save(args: argparse.Namespace) -> int:
 
     if not str(args.out).endswith(".jsonl.gz"):
         raise SuperbError(f"--out {args.out}: a responses file is gzip JSONL; name it NAME.jsonl.gz")
+    check_writable(Path(args.out).parent / ".responses")  # before the spec runs: its folder takes a new file
     result = run_experiment(load_spec(args.spec), dry_run=True, progress=False)
     if result.responses is None:
         print(f"{args.spec}: no LLM stage, or its [llm] has no response cache: nothing to save")

@@ -256,27 +256,33 @@ class ExportRound:
                 parts.append(BatchPart(target, n, digest.hexdigest()))
                 out = None
 
-        with self.store._lock:
-            cursor = self.store._conn.execute(
-                "SELECT r.key, r.body FROM batch_exports e JOIN batch_requests r ON r.key = e.key "
-                "WHERE e.export_id = ? ORDER BY e.key", (self.export_id,))
-            size = 0
-            for key, body in cursor:
-                line = batch_line(key, body).encode("utf-8")
-                if out is not None and ((max_lines and out[4] >= max_lines) or
-                                        (max_bytes and size + len(line) > max_bytes)):
-                    close()
-                if out is None:
-                    target = path.with_name(f"{path.stem}-{len(parts) + 1}{path.suffix}") if split else path
-                    tmp = target.with_name(target.name + ".tmp")
-                    out = [open(tmp, "wb"), tmp, target, hashlib.sha256(), 0]
-                    size = 0
-                out[0].write(line)
-                out[3].update(line)
-                out[4] += 1
-                size += len(line)
-            close()
-            self.store._conn.execute("DELETE FROM batch_exports WHERE export_id = ?", (self.export_id,))
+        try:
+            with self.store._lock:
+                cursor = self.store._conn.execute(
+                    "SELECT r.key, r.body FROM batch_exports e JOIN batch_requests r ON r.key = e.key "
+                    "WHERE e.export_id = ? ORDER BY e.key", (self.export_id,))
+                size = 0
+                for key, body in cursor:
+                    line = batch_line(key, body).encode("utf-8")
+                    if out is not None and ((max_lines and out[4] >= max_lines) or
+                                            (max_bytes and size + len(line) > max_bytes)):
+                        close()
+                    if out is None:
+                        target = path.with_name(f"{path.stem}-{len(parts) + 1}{path.suffix}") if split else path
+                        tmp = target.with_name(target.name + ".tmp")
+                        out = [open(tmp, "wb"), tmp, target, hashlib.sha256(), 0]
+                        size = 0
+                    out[0].write(line)
+                    out[3].update(line)
+                    out[4] += 1
+                    size += len(line)
+                close()
+                self.store._conn.execute("DELETE FROM batch_exports WHERE export_id = ?", (self.export_id,))
+        except BaseException:  # a full disk: the part being written is removed, and the export is not recorded
+            if out is not None:
+                out[0].close()
+                out[1].unlink(missing_ok=True)
+            raise
         return parts
 
     def discard(self) -> None:

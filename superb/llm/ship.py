@@ -122,19 +122,23 @@ def write_lines(path: Path, lines: Iterator[str]) -> int:
     while True:
         target = path if n == 1 else _part(path, n)
         tmp = target.with_name(target.name + ".tmp")
-        with open(tmp, "wb") as raw:
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-                out = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
-                in_part = 0
-                # raw.tell() trails the text by what zlib and the wrapper still buffer (tens of KB): close enough
-                while pending is not None and (in_part == 0 or raw.tell() < limit):
-                    out.write(pending)
-                    out.write("\n")
-                    written, in_part = written + 1, in_part + 1
-                    pending = next(lines, None)
-                out.flush()
-                out.detach()
-        os.replace(tmp, target)
+        try:
+            with open(tmp, "wb") as raw:
+                with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                    out = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
+                    in_part = 0
+                    # raw.tell() trails the text by what zlib and the wrapper still buffer (tens of KB): close enough
+                    while pending is not None and (in_part == 0 or raw.tell() < limit):
+                        out.write(pending)
+                        out.write("\n")
+                        written, in_part = written + 1, in_part + 1
+                        pending = next(lines, None)
+                    out.flush()
+                    out.detach()
+            os.replace(tmp, target)
+        except BaseException:  # a full disk, an unwritable folder: no temporary part is left behind
+            tmp.unlink(missing_ok=True)
+            raise
         if pending is None:
             break
         n += 1

@@ -60,8 +60,12 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
     html = render(collect(folder))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.writing")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
+    try:
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(out)
+    except BaseException:  # a full disk, a folder made read-only: no half-written page is left behind
+        tmp.unlink(missing_ok=True)
+        raise
     if out.resolve() == (folder / "report.html").resolve():  # the folder's own page: its sha256 in provenance.json
         record_file(folder, "report.html")
     return out

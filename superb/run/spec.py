@@ -115,15 +115,15 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None, *, plugins: bool
     gives ``--allow-plugins``. A spec the user gives on the command line is theirs: True."""
     if not plugins:
         refuse_plugins(raw)
-    check_keys(raw, "", required={"name", "dataset", "pipelines"},
+    errors = Errors()  # an unknown or missing top-level key is one more error beside the others, not a first round
+    errors.part(check_keys, raw, "", required={"name", "dataset", "pipelines"},
                 optional={"description", "queries", "evaluation", "llm", "output", "seed", "hypotheses"})
-    errors = Errors()
-    name = errors.part(_parse_name, raw)
-    dataset = errors.part(typed, raw, "dataset", dict, "")
+    name = errors.part(_parse_name, raw) if "name" in raw else None
+    dataset = errors.part(typed, raw, "dataset", dict, "") if "dataset" in raw else None
     queries = errors.part(parse_queries, raw.get("queries", {}), unjudged=True)
     evaluation = errors.part(_parse_evaluation, raw.get("evaluation", {}))
-    llm = errors.part(typed, raw, "llm", dict, "") if "llm" in raw else None
-    pipelines = errors.part(parse_pipelines, raw["pipelines"])
+    llm = errors.part(_llm_table, raw) if "llm" in raw else None
+    pipelines = errors.part(parse_pipelines, raw["pipelines"]) if "pipelines" in raw else None
     description = errors.part(typed, raw, "description", str, "", default="")
     output = errors.part(typed, raw, "output", str, "", default=None)
     seed = errors.part(typed, raw, "seed", int, "", default=0)
@@ -137,6 +137,16 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None, *, plugins: bool
         baselines={p.name: p.baseline for p in pipelines},
         comparisons={p.name: p.compare for p in pipelines if p.compare}, hypotheses=hypotheses,
     )
+
+
+def _llm_table(raw: dict) -> dict:
+    """The [llm] table, checked as opening it would check it (keys, types, ranges, an embedded model's name), so its
+    errors come with the rest of the spec's."""
+    from superb.llm.connect import check_table
+
+    table = typed(raw, "llm", dict, "")
+    check_table(table)
+    return table
 
 
 def plugin_types(raw: Any) -> list[str]:
@@ -253,24 +263,40 @@ def parse_queries(table: Any, *, unjudged: bool = False) -> QueriesSpec:
     path = "queries"
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")
-    check_keys(table, path, optional={"split", "sample", "seed", "subset"} | ({"unjudged"} if unjudged else set()))
-    split = typed(table, "split", str, path, default="all")
-    if split not in SPLITS:
-        raise SpecError(f"{path}.split", f"{split!r} is not one of {', '.join(SPLITS)}")
-    sample = typed(table, "sample", int, path, default=None)
-    if sample is not None and sample < 1:
-        raise SpecError(f"{path}.sample", f"must be a positive number of queries, got {sample}")
-    subset = typed(table, "subset", list, path, default=None)
-    if subset is not None:
-        if not subset or not all(isinstance(s, str) and s for s in subset):
+    errors = Errors()  # its keys are independent: every bad one is reported at once
+    errors.part(check_keys, table, path,
+                optional={"split", "sample", "seed", "subset"} | ({"unjudged"} if unjudged else set()))
+
+    def split() -> str:
+        value = typed(table, "split", str, path, default="all")
+        if value not in SPLITS:
+            raise SpecError(f"{path}.split", f"{value!r} is not one of {', '.join(SPLITS)}")
+        return value
+
+    def sample() -> int | None:
+        value = typed(table, "sample", int, path, default=None)
+        if value is not None and value < 1:
+            raise SpecError(f"{path}.sample", f"must be a positive number of queries, got {value}")
+        return value
+
+    def subset() -> tuple[str, ...] | None:
+        value = typed(table, "subset", list, path, default=None)
+        if value is not None and (not value or not all(isinstance(s, str) and s for s in value)):
             raise SpecError(f"{path}.subset", "must be a non-empty list of qids or query texts (strings)")
-        subset = tuple(subset)
-    skip = typed(table, "unjudged", str, path, default="skip")
-    if skip not in UNJUDGED:
-        raise SpecError(f"{path}.unjudged", f"{skip!r} is not one of {', '.join(UNJUDGED)} (skip: selected queries "
-                                            "without relevance labels are not run; run: they are run, not evaluated)")
-    return QueriesSpec(split=split, sample=sample, seed=typed(table, "seed", int, path, default=0), subset=subset,
-                       unjudged=skip)
+        return None if value is None else tuple(value)
+
+    def skip() -> str:
+        value = typed(table, "unjudged", str, path, default="skip")
+        if value not in UNJUDGED:
+            raise SpecError(f"{path}.unjudged", f"{value!r} is not one of {', '.join(UNJUDGED)} (skip: selected "
+                                                "queries without relevance labels are not run; run: they are run, "
+                                                "not evaluated)")
+        return value
+
+    parts = {"split": errors.part(split), "sample": errors.part(sample), "subset": errors.part(subset),
+             "unjudged": errors.part(skip), "seed": errors.part(typed, table, "seed", int, path, default=0)}
+    errors.raise_any()
+    return QueriesSpec(**parts)
 
 
 def _parse_evaluation(table: Any) -> EvaluationSpec:

@@ -9,6 +9,7 @@ from typing import Any
 
 from superb.errors import Errors, SpecError
 from superb.options import check_keys, typed
+from superb.pipelines.options import options_from_spec
 from superb.pipelines.pipeline_spec import PipelineSpec
 from superb.run.spec_names import NAME_RE, SYSTEM_NAME_ROOM, check_file_names, check_name_length, file_name
 from superb.transformers.registry import check_stage, score_columns
@@ -41,48 +42,80 @@ def parse_pipelines(items: Any) -> tuple[PipelineSpec, ...]:
 
 
 def _parse_pipeline(table: Any, path: str, seen: dict[str, PipelineSpec], broken: set[str]) -> PipelineSpec | None:
+    """One entry; its independent parts (name, first stage or input, each rerank stage, baseline, compare) are each
+    checked, and all their errors are reported together (an entry reading a broken one still has its own stages
+    checked)."""
     if not isinstance(table, dict):
         raise SpecError(path, f"must be a table, got {type(table).__name__}")
-    check_keys(table, path, required={"name"}, optional={"first_stage", "input", "rerank", "baseline", "compare"})
+    errors = Errors()
+    errors.part(check_keys, table, path, required={"name"},
+                optional={"first_stage", "input", "rerank", "baseline", "compare"})
+    name = errors.part(_name, table, path, seen, broken)
+    has_fs, has_input = "first_stage" in table, "input" in table
+    if has_fs == has_input:
+        errors.found.append(SpecError(path, "give exactly one of 'first_stage' (a retrieval table) or 'input' (an "
+                                            "earlier pipeline's name whose run this one reranks)"))
+    first_stage = errors.part(_first_stage, table, path)
+    source = errors.part(typed, table, "input", str, path, default=None)
+    reads_broken = source is not None and source in broken
+    if source is not None and not reads_broken and source not in seen:
+        errors.found.append(SpecError(f"{path}.input", f"{source!r} names no earlier pipeline; known: "
+                                                       f"{sorted(seen) or 'none'}"))
+    rerank = errors.part(_rerank, table, path)
+    if source is not None and rerank == []:
+        errors.found.append(SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks "
+                                                        "nothing"))
+    baseline = errors.part(_parse_baseline, table, path, source)
+    compare = errors.part(typed, table, "compare", list, path, default=[])
+    if compare is not None and (not all(isinstance(c, str) for c in compare) or len(set(compare)) != len(compare)):
+        errors.found.append(SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got "
+                                                         f"{compare!r}"))
+    errors.raise_any()
+    if reads_broken:
+        broken.add(name)
+        return None
+    p = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
+                     baseline=baseline, compare=tuple(compare))
+    _check_fuse_weights(p, seen)
+    return p
+
+
+def _name(table: dict, path: str, seen: Mapping[str, PipelineSpec], broken: set[str]) -> str:
     name = typed(table, "name", str, path)
     if not NAME_RE.match(name):
         raise SpecError(f"{path}.name", f"{name!r}: use letters, digits, spaces and _ . + > @ ( ) = , - only")
     if name in seen or name in broken:
         raise SpecError(f"{path}.name", f"{name!r} is used by an earlier pipeline; names must be unique")
-    has_fs, has_input = "first_stage" in table, "input" in table
-    if has_fs == has_input:
-        raise SpecError(path, "give exactly one of 'first_stage' (a retrieval table) or 'input' (an earlier "
-                              "pipeline's name whose run this one reranks)")
+    return name
+
+
+def _first_stage(table: dict, path: str) -> dict | None:
     first_stage = typed(table, "first_stage", dict, path, default=None)
     if first_stage is not None and "run" in first_stage:  # a given run: its file is read and checked now
         from superb.trec.run_files import run_options  # here: it loads pandas, which reading a spec otherwise does not
 
         run_options(first_stage, f"{path}.first_stage")
-    source = typed(table, "input", str, path, default=None)
-    if source is not None and source in broken:
-        broken.add(name)
-        return None
-    if source is not None and source not in seen:
-        raise SpecError(f"{path}.input", f"{source!r} names no earlier pipeline; known: {sorted(seen) or 'none'}")
+    elif first_stage is not None:  # a retrieval table: its options checked now (its fields when the data set opens)
+        options_from_spec({k: v for k, v in first_stage.items() if k != "expand"}, path=f"{path}.first_stage")
+    return first_stage
+
+
+def _rerank(table: dict, path: str) -> list[dict]:
+    """The entry's rerank stages, each checked on its own (every stage's errors are reported)."""
     rerank = table.get("rerank", [])
     if isinstance(rerank, dict):
         rerank = [rerank]
     if not isinstance(rerank, list) or not all(isinstance(r, dict) for r in rerank):
         raise SpecError(f"{path}.rerank", "must be a table or an array of tables, each with a 'type'")
+    errors = Errors()
     for j, r in enumerate(rerank):
         if not isinstance(r.get("type"), str):
-            raise SpecError(f"{path}.rerank[{j}].type", "missing: each reranker needs a type, e.g. \"pointwise\"")
-        check_stage(r, f"{path}.rerank[{j}]")  # every option, now: no data set or model is opened for it
-    if source is not None and not rerank:
-        raise SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks nothing")
-    baseline = _parse_baseline(table, path, source)
-    compare = typed(table, "compare", list, path, default=[])
-    if not all(isinstance(c, str) for c in compare) or len(set(compare)) != len(compare):
-        raise SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got {compare!r}")
-    p = PipelineSpec(name=name, path=path, first_stage=first_stage, input=source, rerank=tuple(rerank),
-                     baseline=baseline, compare=tuple(compare))
-    _check_fuse_weights(p, seen)
-    return p
+            errors.found.append(SpecError(f"{path}.rerank[{j}].type", "missing: each reranker needs a type, e.g. "
+                                                                      "\"pointwise\""))
+            continue
+        errors.part(check_stage, r, f"{path}.rerank[{j}]")  # every option, now: no data set or model is opened
+    errors.raise_any()
+    return rerank
 
 
 def _check_references(p: PipelineSpec, seen: Mapping[str, PipelineSpec], broken: set[str]) -> None:

@@ -153,8 +153,8 @@ def parse_judge_spec(raw: dict[str, Any], source: Path | None = None) -> JudgeSp
     """A judge spec read and checked before any data set or model is opened; the errors of its independent parts
     (name, [pool], [judge] and each of its variants, [calibration], [pairwise_study], ...) are reported together
     (superb.errors.SpecErrors)."""
-    check_keys(raw, "", required={"name", "dataset"}, optional=_TOP)
-    errors = Errors()
+    errors = Errors()  # an unknown or missing top-level key is one more error beside the others
+    errors.part(check_keys, raw, "", required={"name", "dataset"}, optional=_TOP)
     name = errors.part(_parse_name, raw.get("name"))
     for key in ("description", "output"):
         errors.part(typed, raw, key, str, "", default=None)
