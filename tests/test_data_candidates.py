@@ -161,3 +161,32 @@ def test_other_defects_are_refused_with_their_fix(files):
         load_dataset({**dataset_table(files), "file": str(run)})
     with pytest.raises(SpecError, match=r"dataset\.year: unknown option"):
         load_dataset({**dataset_table(files), "year": 2019})
+
+
+def test_an_entry_without_hits_scores_0_and_is_counted(tmp_path, monkeypatch):
+    """rank_llm's qid sits on the hits, so an entry with "hits": [] has none: with a topics file its query is found by
+    its text and stays a topic, scored 0 (as trec_eval -c scores a query a run misses), and counted (issue 50)."""
+    import json
+
+    from superb.cli import main
+
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    entries = [{"query": "alpha beta", "hits": [{"qid": "1", "docid": "d1", "rank": 1, "score": 3.0, "content": "a"},
+                                                {"qid": "1", "docid": "d2", "rank": 2, "score": 2.0, "content": "b"}]},
+               {"query": "gamma", "hits": []},
+               {"query": "delta", "hits": [{"qid": "3", "docid": "d3", "rank": 1, "score": 1.0, "content": "d"}]},
+               {"query": "epsilon", "hits": []}]  # no topic of this text: left out, counted
+    (tmp_path / "c.json").write_text(json.dumps(entries))
+    (tmp_path / "qrels.txt").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d9 1\n3 0 d3 1\n")
+    (tmp_path / "topics.tsv").write_text("1\talpha beta\n2\tgamma\n3\tdelta\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'name = "c"\n[dataset]\nname = "candidates"\nfile = "{tmp_path / "c.json"}"\n'
+                    f'qrels = "{tmp_path / "qrels.txt"}"\ntopics = "{tmp_path / "topics.tsv"}"\n'
+                    '[evaluation]\nmeasures = ["nDCG@10"]\n[[pipelines]]\nname = "BM25"\n'
+                    'first_stage = { run = "dataset:candidates" }\n')
+    assert main(["run", str(spec), "--out", str(tmp_path / "out")]) == 0
+    table = pd.read_csv(tmp_path / "out" / "table.csv")
+    assert table.loc[0, "n_queries"] == 3 and table.loc[0, "mean"] == pytest.approx(2 / 3)  # 1, 0 (no hits), 1
+    checks = json.loads((tmp_path / "out" / "provenance.json").read_text())["dataset"]["checks"]
+    assert (checks["entries_without_hits"], checks["entries_without_hits_scored_0"],
+            checks["entries_without_hits_left_out"]) == (2, 1, 1)

@@ -60,7 +60,7 @@ from superb.faults import fault, is_fault
 from superb.llm import answers
 from superb.llm.batch import PendingRequest
 from superb.llm.runner import progress_bar, run_all
-from superb.llm.text import ProductText, clean
+from superb.llm.text import NO_TEXT, ProductText, clean
 from superb.llm.types import ChatRequest, Completion
 from superb.options import Expand, Opt, TopK, constructor_options, construct, expanded, read_options
 from superb.transformers.blend import blend
@@ -245,11 +245,20 @@ class Reranker(pt.Transformer):
         for qid, group in inp.groupby("qid", sort=False):
             group = self._prior_order(group)
             k = len(group) if self.top_k is None else min(self.top_k, len(group))
+            cands = self._candidates(group.iloc[:k])
+            empty = [i for i, t in enumerate(cands.texts) if t == NO_TEXT] if self.needs_text else []
+            if empty:  # no text: nothing to ask about; not sent, kept just below the scored ones, counted
+                keep = [i for i in range(k) if i not in set(empty)]
+                group = pd.concat([group.iloc[keep], group.iloc[empty], group.iloc[k:]])
+                k -= len(empty)
+                self.stats["empty_text_skipped"] += len(empty)
+                cands = self._candidates(group.iloc[:k]) if k else None
             groups.append((group, k))
-            heads.append(self._candidates(group.iloc[:k]))
+            heads.append(cands)
         self.stats["queries"] += len(groups)
-        self.stats["reranked"] += sum(len(c) for c in heads)
-        results = self.run_all([_none() if c.qid in upstream_pending else self._checked_score(c) for c in heads])
+        self.stats["reranked"] += sum(len(c) for c in heads if c is not None)
+        results = self.run_all([_none() if c is not None and c.qid in upstream_pending else
+                                _empty_scores() if c is None else self._checked_score(c) for c in heads])
         out = pd.concat([self._assemble(g, k, s) for (g, k), s in zip(groups, results)])
         if "pending" in out.columns:
             out["pending"] = out["pending"].fillna(False).astype(bool)
@@ -325,6 +334,11 @@ class Reranker(pt.Transformer):
         out = pd.concat([head, tail])
         out["score"] = np.arange(len(out), 0, -1, dtype="float64")
         return out
+
+
+async def _empty_scores() -> list[float]:
+    """The scores of a head with no document to ask about (every one without text): none."""
+    return []
 
 
 def _pending_qids(inp: pd.DataFrame) -> set:

@@ -67,17 +67,15 @@ class CandidatesDataset(Dataset):
         super().__init__(name="candidates", fields=("text",), rel_threshold=rel_threshold, labels=labels,
                          label_names={}, options=options)
         self._entries: list[tuple[str, str, list[tuple[str, str]]]] | None = None
+        self._empty: list[tuple[str | None, str]] = []  # (qid or None, query text) of the entries without hits
 
     def entries(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
         """(qid, query text, [(docno, passage text), ...]) per entry with hits, read once: the ranking first, by the
         strict run reader, then the passages' text."""
         if self._entries is None:
             read_run_file(self.files["file"], "rank_llm")  # the ranking's defects, each with its place
-            self._entries, empty = read_passages(self.files["file"])
-            self._counts["entries_without_hits"] = empty
-            if empty:
-                log.warning("%s: %d entries have no hits (no passage, no query id): left out", self.files["file"],
-                            empty)
+            self._entries, self._empty = read_passages(self.files["file"])
+            self._counts["entries_without_hits"] = len(self._empty)
         return self._entries
 
     def _load_docs(self) -> Iterator[dict]:
@@ -100,13 +98,35 @@ class CandidatesDataset(Dataset):
                     yield {"docno": docno, "text": text}
 
     def _load_topics(self) -> pd.DataFrame:
+        """The entries' queries; an entry without hits is a query the ranking answers with nothing: it stays a topic
+        (scored 0, as trec_eval -c scores a query the run misses) when its qid is known: its own ``qid`` key, or the
+        topics file's query of the same text. One whose qid cannot be known is left out, warned and counted."""
         queries: dict[str, str] = {}
         for qid, text, _ in self.entries():
             queries.setdefault(qid, text)
-        if "topics" not in self.files:
+        topics = read_queries_tsv(self.files["topics"]) if "topics" in self.files else None
+        by_text: dict[str, list[str]] = {}
+        if topics is not None:
+            for qid, text in zip(topics["qid"], topics["query"]):
+                by_text.setdefault(str(text).strip(), []).append(str(qid))
+        unknown = []
+        for i, (qid, text) in enumerate(self._empty):
+            found = qid or (by_text.get(text, [None])[0] if len(by_text.get(text, [])) == 1 else None)
+            if found is None:
+                unknown.append(i)
+                continue
+            queries.setdefault(found, text)
+        self._counts["entries_without_hits_scored_0"] = len(self._empty) - len(unknown)
+        self._counts["entries_without_hits_left_out"] = len(unknown)
+        if self._empty:
+            log.warning("%s: %d entries have no hits: scored 0 (as trec_eval -c scores a query the run misses)%s",
+                        self.files["file"], len(self._empty) - len(unknown),
+                        f"; {len(unknown)} left out, their query id unknown (queries "
+                        f"{[self._empty[i][1] for i in unknown][:5]}): give a topics "
+                        "file with their text, or a \"qid\" key in the entry" if unknown else "")
+        if topics is None:
             return pd.DataFrame(list(queries.items()), columns=["qid", "query"])
         path = self.files["topics"]
-        topics = read_queries_tsv(path)
         chosen = topics[topics["qid"].isin(set(queries))].reset_index(drop=True)
         missing = [q for q in queries if q not in set(chosen["qid"])]
         if missing:
@@ -141,15 +161,17 @@ class CandidatesDataset(Dataset):
                 + [file_record(f, role=f"run {name}") for name, f in self.more.items()]}
 
 
-def read_passages(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, str]]]], int]:
-    """(qid, query, [(docno, text), ...]) per entry of a rank_llm file with hits, and the number of entries without
-    hits; every defect a DataError naming the file and its place (line of a JSON error; entry and hit of a missing
-    field)."""
-    out, empty = [], 0
+def read_passages(path: Path) -> tuple[list[tuple[str, str, list[tuple[str, str]]]],
+                                      list[tuple[str | None, str]]]:
+    """(qid, query, [(docno, text), ...]) per entry of a rank_llm file with hits, and (qid or None, query text) of
+    each entry without hits (its own ``qid`` key, if any: rank_llm's qid sits on the hits); every defect a DataError
+    naming the file and its place (line of a JSON error; entry and hit of a missing field)."""
+    out, empty = [], []
     for i, entry in enumerate(rank_llm_entries(path)):  # JSON, UTF-8 and shape checked as the run reader checks them
         where = f"{path}: entry {i}"
         if not entry["hits"]:
-            empty += 1
+            qid = entry.get("qid")
+            empty.append((None if qid is None else str(qid), str(entry.get("query") or "").strip()))
             continue
         query = entry.get("query")
         if not isinstance(query, str) or not query.strip():

@@ -18,7 +18,8 @@ superb.llm.answers' readers through :meth:`Judge.scored`, which counts every fal
 :meth:`Judge.judge_pair` (one pair) or :meth:`Judge.ajudge_query` (a query's pairs at once). Every call made through
 ``await self.complete(request)`` gets the response cache, the dry run's count and the shipped answers.
 
-Statuses: "ok" (read from the label probabilities, or the written grade of a label judge); "parsed" (no usable
+Statuses: "no text" (the document has no text in the judge's fields: nothing is sent; counted ``empty_text_skipped``);
+"ok" (read from the label probabilities, or the written grade of a label judge); "parsed" (no usable
 probabilities: the written answer was read, counted ``fallback_parsed``); "default" (a label judge could not read the
 answer: its default grade, counted ``default_labels``); "unparseable" (no score; ``unparseable``); "failed" (the call
 failed; ``failed_calls``); "missing" (a cache-only client had no answer; ``missing``). Pairs without a score are left
@@ -38,12 +39,13 @@ import pandas as pd
 from superb.llm.answers import PROBABILITIES, UNPARSED, WRITTEN
 from superb.llm.dryrun import DRY_RUN_ERROR
 from superb.llm.runner import progress_bar, run_all
-from superb.llm.text import ProductText
+from superb.llm.text import NO_TEXT, ProductText
 from superb.llm.types import ChatRequest, Completion
 from superb.options import FieldNames, PositiveInt
 
 OK, PARSED, UNPARSEABLE, FAILED, MISSING, DEFAULT = "ok", "parsed", "unparseable", "failed", "missing", "default"
-STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING, DEFAULT)
+EMPTY = "no text"  # the document has no text in the judge's fields: nothing to ask about, never sent (counted)
+STATUSES = (OK, PARSED, UNPARSEABLE, FAILED, MISSING, DEFAULT, EMPTY)
 SCORE_COLUMNS = ["qid", "docno", "score", "status"]
 OUTPUTS = ("score", "label")
 
@@ -163,10 +165,18 @@ class Judge:
         groups = query_groups(pool, self.name, self.stats)
         if not groups:
             return []
-        results = run_all(self.llm, [self.ajudge_query(q, text, docs) for q, text, docs in groups],
-                          bar=progress_bar(len(groups), self.tag))
-        records = [r for per_query in results for r in per_query]
-        return records
+        empty: list[Scored] = []  # a document without text is not asked about: its pair has no score, counted
+        asked = []
+        for q, text, docs in groups:
+            blank = [d for d in docs if self.text.get(d) == NO_TEXT]  # looked at, not counted: asking counts
+            empty += [Scored(q, d, None, EMPTY, "", "") for d in blank]
+            if len(blank) < len(docs):
+                asked.append((q, text, [d for d in docs if d not in set(blank)]))
+        if empty:
+            self.stats["empty_text_skipped"] += len(empty)
+        results = run_all(self.llm, [self.ajudge_query(q, text, docs) for q, text, docs in asked],
+                          bar=progress_bar(len(asked), self.tag)) if asked else []
+        return [r for per_query in results for r in per_query] + empty
 
     def score(self, pool: pd.DataFrame) -> pd.DataFrame:
         """qid, docno, score, status for every distinct pair of ``pool``."""

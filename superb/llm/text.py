@@ -46,6 +46,7 @@ from superb.errors import SpecError
 from superb.options import FieldNames, Flag, PositiveInt
 
 CHARS_PER_TOKEN = 4  # the token estimate used for text budgets (documented above)
+NO_TEXT = "(no text)"  # what get() gives a document without text: never sent (rerankers and judges skip it, counted)
 _WS = re.compile(r"\s+")
 
 # What neutralise() rewrites (see the module docstring), in this order, with the replacements in _RULES.
@@ -247,7 +248,7 @@ class ProductText:
             counts["guard_flagged_products"] += int(counts["guard_cuts"] > 0)
         if not text:
             counts["text_empty"] += 1
-            text = "(no text)"
+            text = NO_TEXT
         text, cut = truncate(text, self.text_tokens)
         if cut:
             counts["text_truncated"] += 1
