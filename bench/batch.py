@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 STAGES = ("export", "answer", "import", "ship", "replay")
 PRODUCT = ("Stainless steel insulated water bottle {i}, 1 litre, leak-proof lid, keeps drinks cold 24 hours, "
@@ -77,7 +76,7 @@ def stage_export(n: int, folder: Path) -> dict:
 
 
 def stage_answer(n: int, folder: Path) -> dict:
-    from fakeserver import FakeServer, Reply, answer_batch_file
+    from superb.testing.fakeserver import FakeServer, Reply, answer_batch_file
 
     server = FakeServer(responder=lambda r: Reply("yes", (("yes", -0.2, {"yes": -0.2, "no": -1.7}),)))
     lines = answer_batch_file(server, folder / "batch.jsonl", folder / "results.jsonl")
@@ -120,7 +119,7 @@ def run_stage(stage: str, n: int, folder: Path) -> dict:
     import superb.llm.batch  # noqa: F401  (imports count in the base, not in the stage)
     import superb.llm.batch_results  # noqa: F401
     import superb.llm.ship  # noqa: F401
-    import fakeserver  # noqa: F401
+    import superb.testing.fakeserver as fakeserver  # noqa: F401
 
     base = rss_mb()  # peak so far (after the imports): growth is what the stage adds
     start = time.perf_counter()

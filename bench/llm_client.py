@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 from superb.provenance import record_bench
 from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache, Usage  # noqa: E402
@@ -40,10 +39,10 @@ def requests(n: int, salt: str = "") -> list[ChatRequest]:
 
 
 class RemoteFake:
-    """tests/fakeserver.py in a child process, so the server's work does not compete with the client for one GIL."""
+    """superb/testing/fakeserver.py in a child process, so the server's work does not compete with the client for one GIL."""
 
     def __init__(self, latency: float):
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fakeserver.py"), "--latency", str(latency)],
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "superb" / "testing" / "fakeserver.py"), "--latency", str(latency)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("PORT "):
@@ -199,7 +198,7 @@ def embedded_parallel(n: int) -> list[dict]:
 
 
 def markdown(res: dict) -> str:
-    lines = ["# LLM client benchmark", "", f"Machine: {res['machine']}; load average at start {res['load_avg']} (other jobs share it). Fake OpenAI server: tests/fakeserver.py in its own process.",
+    lines = ["# LLM client benchmark", "", f"Machine: {res['machine']}; load average at start {res['load_avg']} (other jobs share it). Fake OpenAI server: superb/testing/fakeserver.py in its own process.",
              "", "## (a) Concurrency efficiency: ideal (N*L/C) / elapsed", "",
              "| C | calls | L (s) | ideal (s) | elapsed (s) | efficiency | max in flight |", "|---|---|---|---|---|---|---|"]
     for r in res["efficiency"]:

@@ -42,7 +42,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the fake server lives with the tests
 
 OUT = ROOT / "results" / "bench"
 KS = (20, 50, 100)
@@ -90,7 +89,7 @@ def fake_responder(body: dict):
     import math
     import re
 
-    from fakeserver import Reply
+    from superb.testing.fakeserver import Reply
 
     prompt = "".join(m["content"] for m in body["messages"])
     shown = re.findall(r"^Product ([A-T]): <<< (.*) >>>$", prompt, re.M)
@@ -137,7 +136,7 @@ def fake_client(srv, concurrency: int = 16):
 
 
 def section_counts(args) -> dict:
-    from fakeserver import FakeServer
+    from superb.testing.fakeserver import FakeServer
 
     from superb.transformers import BuildContext, build_reranker
 
@@ -161,7 +160,7 @@ def section_counts(args) -> dict:
 
 def _serve(latency: float, ports, stop) -> None:
     """Child process: a fake server of fixed latency (its own interpreter, so it does not share our GIL)."""
-    from fakeserver import FakeServer
+    from superb.testing.fakeserver import FakeServer
 
     with FakeServer(responder=fake_responder, latency=latency) as srv:
         ports.put(srv.port)

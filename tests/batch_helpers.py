@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fakeserver import FakeServer, answer_batch_file
+from superb.testing.fakeserver import FakeServer, answer_batch_file
 from reranker_helpers import client
 from superb.llm import LLMConfig, ResponseCache
 from superb.llm.batch import CollectingClient, PendingStore

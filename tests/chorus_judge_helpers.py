@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from fakeserver import Reply
+from superb.testing.fakeserver import Reply
 
 MIRROR = Path(os.environ.get("SUPERB_DATA_MIRROR") or Path(__file__).parents[2] / "shared" / "data")
 P_YES = {0: 0.05, 1: 0.3, 2: 0.6, 3: 0.92}

@@ -1,5 +1,5 @@
 """Spec texts for end-to-end `superb run` tests on the Chorus data set: a PISA BM25 first stage and LLM rerankers on
-the fake OpenAI server (tests/fakeserver.py), over a handful of Chorus queries."""
+the fake OpenAI server (superb/testing/fakeserver.py), over a handful of Chorus queries."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A user's folder for plug-in tests, with no index to build: a local data set (``n`` queries over six products), a
-first-stage run file, specs whose pipelines read it and ask the fake OpenAI server (tests/fakeserver.py), and
+first-stage run file, specs whose pipelines read it and ask the fake OpenAI server (superb/testing/fakeserver.py), and
 `superb` run as a child process (for faults that end or hang a process) or in this one.
 
 ``lab(tmp_path, monkeypatch)`` makes the folder the current one and sets SUPERB_HOME under it, the fake server's key

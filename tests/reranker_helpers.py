@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fakeserver import Reply
+from superb.testing.fakeserver import Reply
 from superb.llm import LLMClient, LLMConfig, Usage
 
 # read at collection, before any test points SUPERB_HOME at a tmp dir: the real-model tests reuse the shared,

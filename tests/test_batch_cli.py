@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from chorus_specs import QUERIES, chorus_spec
-from fakeserver import FakeServer, Fault, answer_batch_file
+from superb.testing.fakeserver import FakeServer, Fault, answer_batch_file
 from superb.cli import main
 from test_batch_rounds import model
 

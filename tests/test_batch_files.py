@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from fakeserver import FakeServer, Reply, batch_output_line
+from superb.testing.fakeserver import FakeServer, Reply, batch_output_line
 from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache, Usage
 from superb.llm.batch import CollectingClient, PendingRequest, PendingStore
 from superb.llm.batch_results import import_results, result_body

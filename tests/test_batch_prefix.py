@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from chorus_specs import QUERIES, chorus_spec
-from fakeserver import FakeServer, Fault, answer_batch_file
+from superb.testing.fakeserver import FakeServer, Fault, answer_batch_file
 from superb.batch.collect import run_round
 from superb.cli import main
 from superb.run.spec import load_spec

@@ -16,7 +16,7 @@ import zlib
 import pytest
 
 from batch_helpers import batch_rounds, candidates, live, ranking
-from fakeserver import Reply
+from superb.testing.fakeserver import Reply
 from reranker_helpers import prompt_of
 from superb.llm import LLMConfig, ResponseCache
 from superb.llm.batch import CollectingClient, PendingStore

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from batch_helpers import candidates, live, ranking
-from fakeserver import BatchFault, FakeServer
+from superb.testing.fakeserver import BatchFault, FakeServer
 from superb.batch.submit import Submitter, SubmitState
 from superb.errors import LLMError
 from superb.llm import LLMConfig, ResponseCache

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from fakeserver import FakeServer, Fault, Reply, yes
+from superb.testing.fakeserver import FakeServer, Fault, Reply, yes
 from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from spec_helpers import toml_lines, write_spec
 from superb.cli import EXIT_LLM_FAILURES, main

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fakeserver import FakeServer, yes
+from superb.testing.fakeserver import FakeServer, yes
 from local_data import write_data
 from spec_helpers import bm25, write_spec
 from superb.cli import main

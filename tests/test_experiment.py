@@ -12,7 +12,7 @@ import pytest
 
 from chorus_specs import QUERIES, chorus_spec
 from superb.cli import main
-from fakeserver import FakeServer, Reply
+from superb.testing.fakeserver import FakeServer, Reply
 
 
 def reverse_order(request):

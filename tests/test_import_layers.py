@@ -2,7 +2,8 @@
 function-local imports included (the graph of tests/test_import_cycles.py).
 
   0 ground     errors, options (every spec reader), digest, paths, atomic, exit codes, interrupts, faults, run files,
-               provenance, terminal (status lines, wrapping), a results folder's file names: what everything may use
+               provenance, terminal (status lines, wrapping), a results folder's file names, testing (the fake
+               OpenAI-compatible server, stdlib only): what everything may use
   1 services   llm (client, cache, prompts), data (collections), eval (measures, tests, tables), results folders read
                back (superb.folder; parsing a folder's spec, superb.folder.spec, is a command)
   2 stages     pipelines (first stages, systems), transformers (rerankers)
@@ -23,7 +24,7 @@ from test_import_cycles import import_graph
 LAYERS: dict[int, tuple[str, ...]] = {
     0: ("superb.errors", "superb.options", "superb.digest", "superb.paths", "superb.atomic", "superb.exit_codes",
         "superb.interrupt", "superb.faults", "superb.trec", "superb.stage_scores", "superb.provenance",
-        "superb.terminal", "superb.folder.layout"),
+        "superb.terminal", "superb.folder.layout", "superb.testing"),
     1: ("superb.llm", "superb.data", "superb.eval", "superb.folder"),
     2: ("superb.pipelines", "superb.transformers"),
     3: ("superb.judges", "superb.report", "superb.batch", "superb.extend"),

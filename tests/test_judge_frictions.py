@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from chorus_judge_helpers import GradeModel
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.cli import main
 from test_judges_calibrated_run import grades, home, pairwise_spec_text  # noqa: F401 (fixtures)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fakeserver import FakeServer, Reply
+from superb.testing.fakeserver import FakeServer, Reply
 from local_data import write_data
 from superb.cli import main
 

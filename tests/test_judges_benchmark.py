@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from fakeserver import FakeServer, Fault
+from superb.testing.fakeserver import FakeServer, Fault
 from superb.data import load_dataset
 from superb.judges.benchmark import build_benchmark, clean_rewrite, load_config
 from superb.llm import LLMClient, LLMConfig, Usage

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from chorus_judge_helpers import MIRROR, GradeModel, chorus_grades
-from fakeserver import Fault, FakeServer
+from superb.testing.fakeserver import Fault, FakeServer
 from superb.cli import main
 
 QUERIES = ["q002", "q012", "q018", "q001", "q003", "q004"]  # three dev and three test queries

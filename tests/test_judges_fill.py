@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from chorus_judge_helpers import MIRROR, GradeModel, chorus_grades
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.cli import main
 from superb.eval.view_verdicts import verdict_changes, views_sentence
 from superb.run.results import read_table

@@ -12,7 +12,7 @@ import re
 import pandas as pd
 import pytest
 
-from fakeserver import FakeServer, Fault, Reply
+from superb.testing.fakeserver import FakeServer, Fault, Reply
 from superb.errors import SpecError
 from superb.judges.listwise import ListwiseJudge, PairwiseJudge
 from superb.judges.pointwise import DeliberatedJudge, PointwiseJudge

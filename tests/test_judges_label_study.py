@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.cli import main
 from superb.errors import SpecError
 from superb.judges.commands.spec import parse_judge_spec

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.judges.studies.pairwise import pairwise_study
 from superb.llm import LLMClient, LLMConfig, Usage
 from test_judges_pairwise_study import PAIRS, _home, responder, wands  # noqa: F401 (fixtures)

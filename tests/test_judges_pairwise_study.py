@@ -12,7 +12,7 @@ import math
 import pandas as pd
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.data import load_dataset
 from superb.judges.studies.pairwise import PAIR_COLUMNS, format_table, pairwise_study, sample_pairs
 from superb.llm import LLMClient, LLMConfig, Usage

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fakeserver import FakeServer, Fault
+from superb.testing.fakeserver import FakeServer, Fault
 from superb.errors import LLMError
 from superb.llm import ChatRequest, LLMClient, LLMConfig, Usage
 from superb.llm.failures import BREAKER_FAILURES

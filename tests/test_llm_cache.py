@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.errors import LLMError
 from superb.llm import ChatRequest, Completion, LLMClient, LLMConfig, ResponseCache, TokenLogprob, cache_key
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.errors import LLMError
 from superb.llm import ChatRequest, Completion, LLMConfig, ResponseCache, open_llm
 from superb.llm.cache_file import corrupt_cache_error

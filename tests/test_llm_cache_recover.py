@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from fakeserver import FakeServer, yes
+from superb.testing.fakeserver import FakeServer, yes
 from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from superb.cli import main
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fakeserver import FakeServer, yes
+from superb.testing.fakeserver import FakeServer, yes
 from local_data import write_data
 from spec_helpers import write_spec
 from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache

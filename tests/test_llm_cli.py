@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from fakeserver import FakeServer, Reply
+from superb.testing.fakeserver import FakeServer, Reply
 from superb.errors import SpecError
 from superb.llm.cli import register
 

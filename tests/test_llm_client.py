@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fakeserver import FakeServer, Fault, Reply
+from superb.testing.fakeserver import FakeServer, Fault, Reply
 from superb.errors import LLMError, SpecError
 from superb.llm import ChatRequest, LLMClient, LLMConfig, ResponseCache, Usage
 
@@ -250,7 +250,7 @@ CTRL_C = """
 import _thread, asyncio, gc, json, logging, signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {tests!r})
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.llm import ChatRequest, LLMClient, LLMConfig, Usage
 
 records = []

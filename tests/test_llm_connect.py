@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.errors import LLMError
 from superb.llm import ChatRequest, LLMConfig, ResponseCache, describe, open_llm
 from superb.llm.connect import connect

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.llm import ChatRequest, Completion, DryRunClient, LLMConfig, ResponseCache
 
 REMOTE = LLMConfig(model="m", base_urls=("http://127.0.0.1:9/v1",))  # never contacted

@@ -6,7 +6,7 @@ import pytest
 from superb.errors import LLMError
 from superb.llm import LLMConfig, open_llm
 from superb.llm.types import ChatRequest
-from tests.fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 
 ALIAS = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from fakeserver import FakeServer, Fault, Reply
+from superb.testing.fakeserver import FakeServer, Fault, Reply
 from reranker_helpers import client, prompt_of
 from superb.llm.preference import Choice, PairwisePreference, Preference, combine, one_line, read_choice
 from superb.llm.types import Completion, TokenLogprob

@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from local_data import data  # noqa: F401 (a fixture)
 from superb.cli import main
 from superb.llm.cache_rows import CachedRow

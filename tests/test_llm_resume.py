@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.llm import ResponseCache
 
 N = 40

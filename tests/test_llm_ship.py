@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from chorus_specs import QUERIES, chorus_spec
-from fakeserver import FakeServer, Fault, Reply
+from superb.testing.fakeserver import FakeServer, Fault, Reply
 from superb.cli import main
 from superb.llm import ChatRequest, Completion, LLMClient, LLMConfig, ResponseCache, TokenLogprob, Usage
 from superb.llm.ship import SHIPPED_FILE, ResponseLog, replay, response_log, write_shipped

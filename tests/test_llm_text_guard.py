@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from reranker_helpers import Docs, client, lp, prompt_of
 from superb.errors import SpecError
 from superb.llm.prompts import load_template

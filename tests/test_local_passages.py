@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from fakeserver import FakeServer, yes
+from superb.testing.fakeserver import FakeServer, yes
 from superb.cli import main
 
 PASSAGES = [("p1", "The Manhattan Project produced the first nuclear weapons."),

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from plugin_lab import cached_answers, lab, spec, superb
 from superb.cli import main
 

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from chorus_specs import chorus_spec
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from plugin_lab import lab, spec
 from superb.cli import main
 

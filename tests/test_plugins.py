@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from chorus_specs import QUERIES, chorus_spec
-from fakeserver import FakeServer, Reply
+from superb.testing.fakeserver import FakeServer, Reply
 from superb.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

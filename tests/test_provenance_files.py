@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fakeserver import FakeServer, yes
+from superb.testing.fakeserver import FakeServer, yes
 from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from superb.cli import main
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from chorus_specs import QUERIES, chorus_spec
-from fakeserver import FakeServer, Reply
+from superb.testing.fakeserver import FakeServer, Reply
 from reranker_helpers import lp
 from superb.cli import main
 from superb.data import load_dataset

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from chorus_specs import chorus_spec
-from fakeserver import FakeServer, Fault, Reply
+from superb.testing.fakeserver import FakeServer, Fault, Reply
 from reranker_helpers import client, prompt_of
 from superb.errors import SpecError
 from superb.llm.types import Completion

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fakeserver import FakeServer, Reply
+from superb.testing.fakeserver import FakeServer, Reply
 from reranker_helpers import client, prompt_of
 from superb.errors import SpecError
 from superb.transformers.controls import RandomReranker, Shuffle

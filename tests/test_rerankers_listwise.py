@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakeserver import FakeServer, Fault, Reply
+from superb.testing.fakeserver import FakeServer, Fault, Reply
 from reranker_helpers import client, prompt_of
 from superb.errors import SpecError
 from superb.transformers import BuildContext, build_reranker

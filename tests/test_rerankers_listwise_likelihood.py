@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fakeserver import FakeServer, Fault, Reply
+from superb.testing.fakeserver import FakeServer, Fault, Reply
 from reranker_helpers import assert_docnos_preserved, client, lettered, prompt_of, relevance_responder, run_of_sizes
 from superb.errors import SpecError
 from superb.transformers.listwise import ListwiseReranker

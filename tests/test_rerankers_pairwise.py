@@ -19,7 +19,7 @@ from superb.transformers.aggregation import AllPairs, MergeSort, win_count_order
 from superb.llm.comparator import PairwiseComparator, parse_pairwise_answer, render_product
 from superb.transformers.pairwise import PairwiseReranker
 from superb.transformers.registry import BuildContext, build_reranker
-from fakeserver import Fault, FakeServer
+from superb.testing.fakeserver import Fault, FakeServer
 from reranker_helpers import assert_docnos_preserved, run_of_sizes, small_model_on_chorus
 
 

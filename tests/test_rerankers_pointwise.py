@@ -7,7 +7,7 @@ import re
 import pandas as pd
 import pytest
 
-from fakeserver import FakeServer, Fault, Reply
+from superb.testing.fakeserver import FakeServer, Fault, Reply
 from reranker_helpers import client, lp, prompt_of
 from superb.errors import SpecError
 from superb.transformers import BuildContext, build_reranker

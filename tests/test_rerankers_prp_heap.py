@@ -86,7 +86,7 @@ RELEVANCE = {f"p{i}": r for i, r in enumerate([0.3, 2.0, 0.0, 1.4, 0.9, 1.7, 0.1
 def test_prp_heap_through_the_reranker_on_the_fake_server(tmp_path, monkeypatch):
     import pandas as pd
 
-    from fakeserver import FakeServer
+    from superb.testing.fakeserver import FakeServer
     from reranker_helpers import client, relevance_responder
     from superb.transformers.pairwise_prob import PairwiseProbReranker
 

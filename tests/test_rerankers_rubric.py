@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from fakeserver import FakeServer, Fault
+from superb.testing.fakeserver import FakeServer, Fault
 from reranker_helpers import assert_docnos_preserved, run_of_sizes, small_model_on_chorus
 from superb.errors import SpecError
 from superb.llm.client import LLMClient

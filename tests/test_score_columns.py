@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fakeserver import FakeServer, Reply
+from superb.testing.fakeserver import FakeServer, Reply
 from reranker_helpers import Docs, client, lp, prompt_of
 from superb.transformers.base import Candidates, Reranker
 from superb.transformers.blend import blend, minmax

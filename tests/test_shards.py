@@ -17,7 +17,7 @@ import pytest
 
 from chorus_specs import QUERIES, chorus_spec
 from conftest import DEFAULT_MIRROR
-from fakeserver import FakeServer
+from superb.testing.fakeserver import FakeServer
 from superb.cli import main
 from superb.run.shards import Shard, spec_digest
 from test_batch_rounds import model

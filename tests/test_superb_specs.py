@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fakeserver import FakeServer, Reply
+from superb.testing.fakeserver import FakeServer, Reply
 from superb.cli import main
 
 pytestmark = [pytest.mark.java, pytest.mark.slow]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 
-from fakeserver import FakeServer, yes
+from superb.testing.fakeserver import FakeServer, yes
 from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from superb.cli import main
 from superb.terminal import shown, status, wrap_paragraphs

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fakeserver import FakeServer, yes
+from superb.testing.fakeserver import FakeServer, yes
 from local_data import data  # noqa: F401 (a fixture)
 from spec_helpers import write_spec
 from superb.cli import main

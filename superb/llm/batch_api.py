@@ -1,6 +1,6 @@
 """The OpenAI Files and Batch APIs, as far as a batch round needs them: upload, create, poll, download.
 
-Works against any endpoint that offers /v1/files and /v1/batches (OpenAI; SGLang's server; tests/fakeserver.py),
+Works against any endpoint that offers /v1/files and /v1/batches (OpenAI; SGLang's server; superb/testing/fakeserver.py),
 through the openai package (its auth, errors and retries). ``vllm run-batch`` has no such API: export the file and
 run it yourself (README, "Running large experiments").
 
