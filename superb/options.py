@@ -108,6 +108,21 @@ def _kind_name(kinds: tuple[type, ...]) -> str:
 
 # ---- parsers: (value, key_path) -> value, or a SpecError naming the key and what is allowed ----------------------
 
+def baseline(table: Mapping, path: str) -> str | None:
+    """A pipeline's baseline by the spec's one rule, read the same way from a spec (superb.run.spec_pipelines) and
+    from a results folder's provenance (superb.folder.run_folder): the pipeline ``baseline`` names, none for
+    ``baseline = false``, else the ``input`` it reranks (a first stage has none)."""
+    if "baseline" not in table:
+        source = table.get("input")  # a bad input is its own key's error
+        return source if isinstance(source, str) else None
+    value = table["baseline"]
+    if value is False:
+        return None
+    if not isinstance(value, str):
+        raise SpecError(f"{path}.baseline", f"must be a pipeline name or false, got {value!r}")
+    return value
+
+
 def positive_int(value: Any, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SpecError(path, f"expected an integer >= 1, got {value!r}")

@@ -71,7 +71,7 @@ def test_superb_table_records_its_inputs_sha256(tmp_path):
         assert inputs[name]["folder"] == str(folder) and inputs[name]["verified"] is True
         assert inputs[name]["provenance_sha256"] == sha256(folder / "provenance.json")
         assert inputs[name]["files"]["table.csv"] == sha256(folder / "table.csv")
-        assert set(inputs[name]["files"]) >= {"table.csv", "topics.tsv", "qrels.trec", "usage.csv"}
+        assert set(inputs[name]["files"]) >= {"table.csv", "topics.tsv", "qrels.trec"}
     assert record["files"]["table.md"] == sha256(out / "table.md")  # the table folder's own files, as any folder's
 
 

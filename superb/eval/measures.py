@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from superb.errors import Errors, SpecError
 
@@ -51,6 +52,11 @@ def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.mea
     """Parse one measure name; apply the binary threshold ``rel`` to measures that have a ``rel`` parameter and do not
     set it: ``parse_measure("P@10", rel=2)`` is ``P(rel=2)@10`` (logged once, INFO: 'measure P@10 is computed as
     P(rel=2)@10 ...')."""
+    return _at_threshold(*_read_measure(name, path), rel)
+
+
+def _read_measure(name: str, path: str) -> tuple:
+    """(the name, its measure object as written, whether the name sets rel itself)."""
     import ir_measures
 
     if not isinstance(name, str) or not name.strip():
@@ -64,6 +70,10 @@ def parse_measure(name: str, rel: int | None = None, path: str = "evaluation.mea
     _check_params(measure, name, path)
     # ir_measures drops parameters equal to their default (P(rel=1)@5 -> P@5): look at the written name too
     explicit = "rel" in measure.params or re.search(r"\brel\s*=", name) is not None
+    return name, measure, explicit
+
+
+def _at_threshold(name: str, measure, explicit: bool, rel: int | None):
     if rel is not None and "rel" in measure.SUPPORTED_PARAMS and not explicit:
         measure = measure(rel=rel)
         renamed = (name.strip(), repr(measure))
@@ -122,16 +132,42 @@ def check_computable(measures: Iterable, names: Iterable[str], path: str = "eval
     errors.raise_any()
 
 
-def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "evaluation.measures") -> list:
-    """Measure objects for the spec's ``evaluation.measures`` (default: SUPERB's six), in order, without duplicates.
+@dataclass(frozen=True)
+class MeasureList:
+    """A spec's measures, parsed and checked once, when the spec is read (:func:`read_measures`); the data set's
+    binary threshold, known only once the data set is loaded, is applied by :meth:`at` without parsing again."""
+    read: tuple[tuple, ...]  # (name, measure as written, name sets rel itself), in the spec's order
+    path: str = "evaluation.measures"
 
-    ``rel`` is the smallest label counted as relevant by binary measures (``None`` keeps ir_measures' default, 1).
-    A name that does not parse, has a cut-off or rel below 1, or that no installed provider computes (each is
-    computed once on a tiny judged query) raises SpecError naming ``path[i]`` and listing examples.
-    """
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _, _ in self.read)
+
+    def at(self, rel: int | None) -> list:
+        """The measure objects with ``rel`` applied to the binary measures that do not set it (None: ir_measures'
+        default, 1). Two names that become one measure at this threshold (``P@5`` and ``P(rel=2)@5`` at rel 2)
+        are a SpecError naming the second."""
+        _check_rel(rel, self.path)
+        measures, seen = [], set()
+        for i, (name, written, explicit) in enumerate(self.read):
+            measure = _at_threshold(name, written, explicit, rel)
+            if measure in seen:
+                raise SpecError(f"{self.path}[{i}]", f"measure {name!r} is listed twice (as {measure!r}); remove one")
+            seen.add(measure)
+            measures.append(measure)
+        return measures
+
+
+def _check_rel(rel, path: str) -> None:
     if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int) or rel < 1):
         raise SpecError(path.rsplit(".", 1)[0] + ".rel" if "." in path else "rel",
                         f"the binary relevance threshold must be an integer >= 1, found {rel!r}")
+
+
+def read_measures(names: Iterable[str] | None, path: str = "evaluation.measures") -> MeasureList:
+    """The spec's measure names (default: SUPERB's six) parsed and checked, in order, without duplicates: a name
+    that does not parse, has a cut-off or rel below 1, repeats, or that no installed provider computes (each is
+    computed once on a tiny judged query) is a SpecError naming ``path[i]`` with examples, all reported at once."""
     if names is None:
         names = DEFAULT_MEASURES
     if isinstance(names, str):
@@ -140,22 +176,31 @@ def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "ev
     names = list(names)
     if not names:
         raise SpecError(path, f"the list of measures is empty; give at least one, e.g. {list(DEFAULT_MEASURES)}")
-    measures, seen, read = [], set(), []  # read: (index, name) of the measures that parsed
+    read, seen, places = [], set(), []
     errors = Errors()  # every measure that does not parse, repeats or cannot be computed, reported at once
     for i, name in enumerate(names):
-        measure = errors.part(parse_measure, name, rel, f"{path}[{i}]")
-        if measure is None:
+        found = errors.part(_read_measure, name, f"{path}[{i}]")
+        if found is None:
             continue
-        if measure in seen:
-            errors.found.append(SpecError(f"{path}[{i}]", f"measure {name!r} is listed twice (as {measure!r}); "
+        if found[1] in seen:
+            errors.found.append(SpecError(f"{path}[{i}]", f"measure {name!r} is listed twice (as {found[1]!r}); "
                                                           "remove one"))
             continue
-        seen.add(measure)
-        measures.append(measure)
-        read.append((i, name))
-    errors.part(check_computable, measures, [n for _, n in read], path, places=[i for i, _ in read])
+        seen.add(found[1])
+        read.append(found)
+        places.append(i)
+    errors.part(check_computable, [m for _, m, _ in read], [n for n, _, _ in read], path, places=places)
     errors.raise_any()
-    return measures
+    return MeasureList(tuple(read), path)
+
+
+def parse_measures(names: Iterable[str] | None, rel: int | None, path: str = "evaluation.measures") -> list:
+    """Measure objects for measure names (default: SUPERB's six), in order, without duplicates, with the binary
+    threshold ``rel`` applied (``None`` keeps ir_measures' default, 1): :func:`read_measures` then
+    :meth:`MeasureList.at`. A run parses its spec's measures once (``EvaluationSpec.parsed``) and applies the data
+    set's threshold when it is known."""
+    _check_rel(rel, path)
+    return read_measures(names, path).at(rel)
 
 
 def judged_measure(cutoff: int = 10):

@@ -14,15 +14,15 @@ from typing import Any
 
 import pandas as pd
 
-from superb.errors import DataError
+from superb.errors import DataError, SpecError
 from superb.folder import layout
 from superb.folder.base import ResultsFolder
+from superb.options import baseline
 from superb.stage_scores import read_stage_scores
 
 
 def baselines_of(pipelines: Any, where: str = "the spec") -> dict[str, str | None]:
-    """Each pipeline's baseline by the spec's rule (superb.run.spec_pipelines): the pipeline its ``baseline`` names,
-    none for ``baseline = false``, else the ``input`` it reranks (a first stage has none). ``pipelines``: a spec's
+    """Each pipeline's baseline by the spec's one rule (superb.options.baseline). ``pipelines``: a spec's
     [[pipelines]] tables as provenance.json keeps them; a malformed one is a DataError naming ``where``."""
     if not isinstance(pipelines, list):
         raise DataError(f"{where}: its spec's pipelines are not a list of tables")
@@ -31,13 +31,10 @@ def baselines_of(pipelines: Any, where: str = "the spec") -> dict[str, str | Non
         name = table.get("name") if isinstance(table, dict) else None
         if not isinstance(name, str):
             raise DataError(f"{where}: pipelines[{i}] has no name")
-        value = table.get("baseline", table.get("input"))
-        if value is False or value is None:
-            out[name] = None
-        elif isinstance(value, str):
-            out[name] = value
-        else:
-            raise DataError(f"{where}: pipelines[{i}].baseline must be a pipeline name or false, found {value!r}")
+        try:
+            out[name] = baseline(table, f"pipelines[{i}]")
+        except SpecError as exc:
+            raise DataError(f"{where}: {exc}") from exc
     return out
 
 

@@ -84,8 +84,6 @@ def check_evaluable(spec: Spec, topics: pd.DataFrame, qrels: pd.DataFrame, *, sh
 def check_levels(spec: Spec, dataset, qrels: pd.DataFrame) -> None:
     """Before any system runs: a binary measure whose relevance level no label of the data set reaches (``P(rel=9)@5``
     on a 0..3 scale, or [evaluation] rel = 9) would score 0 for every system; a SpecError names it and the labels."""
-    from superb.eval.measures import parse_measures
-
     found = {int(x) for x in qrels["label"]} if len(qrels) else set()
     found |= {int(x) for x in getattr(dataset, "labels", ())}
     if not found:
@@ -98,7 +96,7 @@ def check_levels(spec: Spec, dataset, qrels: pd.DataFrame) -> None:
         where = "evaluation.rel" if ev.rel is not None else "dataset.rel_threshold"
         raise SpecError(where, f"the relevance threshold {rel} is above every label ({scale}): every system would "
                                f"score 0 on every binary measure; use a threshold between 1 and {top}")
-    for i, (name, measure) in enumerate(zip(ev.measures, parse_measures(list(ev.measures), rel=rel))):
+    for i, (name, measure) in enumerate(zip(ev.measures, ev.measures_at(rel))):
         level = measure.params.get("rel")
         if level is not None and level > top:
             raise SpecError(f"evaluation.measures[{i}]", f"{name!r} counts labels >= {level} as relevant, but "

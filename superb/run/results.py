@@ -41,7 +41,7 @@ from superb.atomic import replacing
 from superb.eval.effects import power_summary
 from superb.eval.evaluate import View, make_views, no_relevant_counts, no_relevant_queries, per_query, significance
 from superb.eval.families import Hypothesis, by_construction, families
-from superb.eval.measures import judged_measure, parse_measures
+from superb.eval.measures import judged_measure
 from superb.eval.plots import cost_plot, gain_plot
 from superb.eval.stats import PairedTest
 from superb.eval.table_files import write_tables
@@ -84,7 +84,7 @@ def evaluate(result: ExperimentResult, extra_views: tuple = ()) -> Evaluation:
 
     ev = result.spec.evaluation
     rel = ev.rel if ev.rel is not None else int(result.dataset_provenance.get("rel_threshold", 1))
-    measures = parse_measures(list(ev.measures), rel=rel, path="evaluation.measures")
+    measures = ev.measures_at(rel)
     runs = {name: pr.run for name, pr in result.pipelines.items()}
     views = make_views(ev.views, result.qrels) + list(extra_views)
     empty = {v.name: no_relevant_queries(v.qrels, result.topics) for v in views}  # no positive label: all 0

@@ -49,6 +49,15 @@ class EvaluationSpec:
     n_resamples: int = 10000
     interval: str = "t"  # 95% interval of the mean paired difference: "t" (paired t) or "bootstrap" (queries)
     no_relevant: str = "keep"  # queries without a relevant document: "keep" (as trec_eval) or "drop"
+    parsed: Any = field(default=None, compare=False, repr=False)  # superb.eval.measures.MeasureList, read once
+
+    def measures_at(self, rel: int | None) -> list:
+        """The measure objects at the binary threshold ``rel`` (the data set's, known once it is loaded): parsed
+        when the spec was read, never again (an EvaluationSpec built by hand is read here)."""
+        from superb.eval.measures import read_measures
+
+        parsed = self.parsed if self.parsed is not None else read_measures(self.measures or None)
+        return parsed.at(rel)
 
 
 @dataclass(frozen=True)
@@ -353,8 +362,7 @@ def _parse_evaluation(table: Any) -> EvaluationSpec:
     measures = errors.part(measures_list)
     rel = errors.part(typed, table, "rel", int, path, default=None)
     views = errors.part(views_list)
-    if measures is not None:
-        errors.part(check_measures, measures, rel, views or ["full"], path)
+    parsed = errors.part(check_measures, measures, rel, views or ["full"], path) if measures is not None else None
     test = choice("test", TESTS, "t")
     correction = choice("correction", CORRECTIONS, "holm")
     alpha = errors.part(alpha_value)
@@ -366,19 +374,22 @@ def _parse_evaluation(table: Any) -> EvaluationSpec:
     return EvaluationSpec(
         measures=tuple(measures), rel=rel, test=test, correction=correction,
         alpha=alpha, views=tuple(views), n_resamples=n_resamples, interval=interval, no_relevant=no_relevant,
+        parsed=parsed,
     )
 
 
-def check_measures(names: list[str], rel: int | None, views: Iterable[str], path: str = "evaluation") -> None:
+def check_measures(names: list[str], rel: int | None, views: Iterable[str], path: str = "evaluation"):
     """Every measure parsed and computed once (on a tiny judged query) under every view, so that a measure that
     would fail evaluation (a typo such as nDCG@l0, P@0, which aborts pytrec_eval, a measure no installed provider
     computes, or one with no condensed form under views = ["condensed"]) is a SpecError when the spec is read:
     before any data is loaded or LLM call made, and under --dry-run. The data set's own threshold is not known yet;
-    ``rel`` only decides which label the probe counts as relevant."""
+    ``rel`` only decides which label the probe counts as relevant. Returns the parsed measures
+    (superb.eval.measures.MeasureList), kept on the spec so that a run parses them once."""
     from superb.eval.evaluate import VIEW_KINDS, View
-    from superb.eval.measures import check_computable, parse_measures
+    from superb.eval.measures import check_computable, read_measures
 
-    measures = parse_measures(names, rel=rel, path=f"{path}.measures")
+    parsed = read_measures(names, path=f"{path}.measures")
+    measures = parsed.at(rel)
     errors = Errors()  # a measure without a condensed form is reported once per view, all at once
     for view in views:
         if VIEW_KINDS[view]:  # judged_only: the measures' condensed forms
@@ -386,5 +397,6 @@ def check_measures(names: list[str], rel: int | None, views: Iterable[str], path
             if condensed is not None:
                 errors.part(check_computable, condensed, names, f"{path}.measures", where=f" under the {view} view")
     errors.raise_any()
+    return parsed
 
 

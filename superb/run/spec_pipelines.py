@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from superb.errors import Errors, SpecError
+from superb.options import baseline as options_baseline
 from superb.options import check_keys, typed
 from superb.pipelines.options import options_from_spec
 from superb.pipelines.pipeline_spec import PipelineSpec
@@ -65,7 +66,7 @@ def _parse_pipeline(table: Any, path: str, seen: dict[str, PipelineSpec], broken
     if source is not None and rerank == []:
         errors.found.append(SpecError(f"{path}.rerank", f"pipeline {name!r} takes input {source!r} but reranks "
                                                         "nothing"))
-    baseline = errors.part(_parse_baseline, table, path, source)
+    baseline = errors.part(options_baseline, table, path)
     compare = errors.part(typed, table, "compare", list, path, default=[])
     if compare is not None and (not all(isinstance(c, str) for c in compare) or len(set(compare)) != len(compare)):
         errors.found.append(SpecError(f"{path}.compare", f"expected a list of distinct pipeline names, got "
@@ -161,13 +162,3 @@ def _check_fuse_weights(p: PipelineSpec, earlier: Mapping[str, PipelineSpec]) ->
         columns += score_columns(stage)
 
 
-def _parse_baseline(table: dict, path: str, source: str | None) -> str | None:
-    """A reranked pipeline is compared with its own input unless told otherwise; `baseline = false` disables it."""
-    if "baseline" not in table:
-        return source
-    value = table["baseline"]
-    if value is False:
-        return None
-    if not isinstance(value, str):
-        raise SpecError(f"{path}.baseline", f"must be a pipeline name or false, got {value!r}")
-    return value

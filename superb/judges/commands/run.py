@@ -47,7 +47,6 @@ from superb.atomic import replacing
 from superb.errors import DataError, SpecError
 from superb.run.experiment import select_topics
 from superb.judges.agreement_report import agreement_frame, ceiling_rows, confusion_heatmap, format_markdown
-from superb.eval.measures import parse_measures
 from superb.judges.agreement import others_consensus
 from superb.judges.benchmark import build_benchmark
 from superb.judges.bootstrap import QueryBootstrap
@@ -109,7 +108,7 @@ def run_judge_spec(spec: JudgeSpec, out_dir: str | Path, *, llm: Any = None, mod
     rel = spec.rel if spec.rel is not None else dataset.rel_threshold
     systems = None
     if spec.label_study is not None:  # read or run the systems first: a bad [label_study] fails before any LLM call
-        parse_measures(list(spec.label_study.measures), rel=rel, path="label_study.measures")
+        spec.label_study.measures_at(rel)  # two names that are one measure at the data set's threshold
         systems = study_systems(spec.label_study, dataset, topics)
     pool, counts = select_pool(spec, dataset, topics, systems)
     if pool.empty:
@@ -255,7 +254,7 @@ def _orderings(spec: JudgeSpec, systems: tuple, topics: pd.DataFrame, qrels: pd.
         judges[name] = mine
         counts[name] = {"pooled": len(top), "labelled": len(mine), "unjudged": int(unjudged.sum())}
     queries = sorted(set(topics["qid"].astype(str)) & set(qrels["qid"].astype(str)))
-    measures = parse_measures(list(ls.measures), rel=rel, path="label_study.measures")
+    measures = ls.measures_at(rel)
     table, verdicts, pairs, sections, perquery = orderings_study(
         runs, baselines, qrels, judges, measures, depth=ls.depth, queries=queries, test=ls.test,
         correction=ls.correction, alpha=ls.alpha, n_resamples=ls.n_resamples,

@@ -32,6 +32,15 @@ class LabelStudySpec:
     alpha: float = 0.05
     n_resamples: int = 10_000  # of the randomization test, as [evaluation] n_resamples
     depth: int | None = None  # judge the pooled top `depth` of every system (UMBRELA's study; superb.judges.pool)
+    parsed: Any = field(default=None, compare=False, repr=False)  # superb.eval.measures.MeasureList, read once
+
+    def measures_at(self, rel: int | None) -> list:
+        """The measure objects at the binary threshold ``rel`` (known once the data set is loaded); the names were
+        parsed when the spec was read."""
+        from superb.eval.measures import read_measures
+
+        parsed = self.parsed if self.parsed is not None else read_measures(self.measures, "label_study.measures")
+        return parsed.at(rel)
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,7 @@ def _str_list(table: dict, key: str, path: str) -> tuple[str, ...] | None:
 
 
 def parse_label_study(table: Any) -> LabelStudySpec:
+    from superb.eval.measures import read_measures
     from superb.eval.stats import CORRECTIONS, TESTS
 
     path = "label_study"
@@ -171,9 +181,9 @@ def parse_label_study(table: Any) -> LabelStudySpec:
         raise SpecError(f"{path}.n_resamples", f"expected an integer of at least 100 (as [evaluation] n_resamples), "
                                                f"found {n_resamples!r}")
     depth = typed(table, "depth", int, path, default=None, minimum=1)
+    measures = _str_list(table, "measures", path) or LABEL_STUDY_MEASURES
     return LabelStudySpec(runs=table.get("runs"), select=_str_list(table, "select", path), systems=tuple(systems),
-                          depth=depth,
-                          measures=_str_list(table, "measures", path) or LABEL_STUDY_MEASURES,
+                          depth=depth, measures=measures, parsed=read_measures(measures, f"{path}.measures"),
                           condensed=table.get("condensed", True), test=table.get("test", "t"),
                           correction=table.get("correction", "holm"), alpha=float(alpha), n_resamples=n_resamples)
 

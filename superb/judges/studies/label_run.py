@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import DataError, SpecError
-from superb.eval.measures import parse_measures
 from superb.folder.kinds import open_folder
 from superb.folder.layout import SYSTEMS
 from superb.folder.run_folder import RunFolder
@@ -135,7 +134,7 @@ def run_label_study(ls: LabelStudySpec, systems: tuple, *, topics: pd.DataFrame,
     """Evaluate ``systems`` (from :func:`study_systems`) under the human and each variant's labels; write
     label_study.md/.csv (see the module docstring)."""
 
-    measures = parse_measures(list(ls.measures), rel=rel, path="label_study.measures")
+    measures = ls.measures_at(rel)
     runs, baselines, info = systems
     rows, verdicts, sections, summary = [], [], [], {}
     for name, records in variants.items():
