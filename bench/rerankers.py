@@ -37,7 +37,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 

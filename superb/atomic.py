@@ -40,10 +40,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from superb.errors import SuperbError
+from superb.folder import layout
 
-MARKERS = ("provenance.json", "table.csv", "table.md")  # files every folder superb writes has (or had, if partial)
-KEPT = ("README.md",)  # carried into the new folder when the writer did not write it (see the module doc)
-LATER = ("report.html",)  # superb's, written after provenance.json's list of the folder's files
+MARKERS = (layout.PROVENANCE, layout.TABLE, layout.TABLE_MD)  # files every folder superb writes has (or had, if partial)
+KEPT = (layout.README,)  # carried into the new folder when the writer did not write it (see the module doc)
+LATER = (layout.REPORT,)  # superb's, written after provenance.json's list of the folder's files
 _WRITING, _REPLACED = "writing", "replaced"
 
 

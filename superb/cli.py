@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from superb.errors import SuperbError
-from superb.exit_codes import EXIT_LLM_FAILURES  # noqa: F401 - tests import it here
 from superb.llm.exit_code import llm_exit_code
 from superb import faults, interrupt, provenance
 from superb.atomic import check_replaceable, check_writable, replacing
+from superb.folder import layout
 from superb.folder.verify import reading_unverified
 from superb.report import write_report
 from superb.run.dry_run_report import dry_run_report
@@ -307,7 +307,7 @@ def _report(folder: Path, out: Path | None = None) -> Path:
 
 
 def _cmd_report(args) -> int:
-    target = Path(args.out) if args.out else Path(args.result) / "report.html"
+    target = Path(args.out) if args.out else Path(args.result) / layout.REPORT
     check_writable(target.parent / ".report")  # the page's folder must take a new file, before the page is made
     _report(args.result, args.out)  # a folder without systems.json, table.md... is a DataError naming the file
     return 0

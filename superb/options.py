@@ -296,6 +296,3 @@ def construct(cls: Any, path: str, *args: Any, **kw: Any) -> Any:
         raise SpecError(path, str(err)) from None
 
 
-def spec_error(path: str, error: ValueError) -> SpecError:
-    """A constructor's ValueError as a SpecError at ``path`` (SpecErrors pass through)."""
-    return error if isinstance(error, SpecError) else SpecError(path, str(error))

@@ -80,16 +80,6 @@ def source_patch() -> str | None:
     return "".join(parts)
 
 
-def project_commit(patch: str | None = None, patch_file: str = PATCH_FILE) -> dict[str, Any]:
-    """The git commit of the project checkout, whether its code had uncommitted changes, and (dirty) the patch's
-    sha256, size and file name (None when too large to keep); commit None outside a checkout. ``patch``: the already
-    computed :func:`source_patch`."""
-    commit = _git("rev-parse", "HEAD")
-    if commit is None:
-        return {"commit": None, "dirty": None}
-    return _commit_record(commit.strip(), source_patch() if patch is None else patch, patch_file)
-
-
 @contextmanager
 def code_at_start():
     """For the duration (one command: ``superb``'s entry point wraps every command in it), :func:`record_code`

@@ -14,7 +14,8 @@ import pytest
 from superb.testing.fakeserver import FakeServer, Fault, Reply, yes
 from local_data import data, dataset_table  # noqa: F401 (data: a fixture)
 from spec_helpers import toml_lines, write_spec
-from superb.cli import EXIT_LLM_FAILURES, main
+from superb.cli import main
+from superb.exit_codes import EXIT_LLM_FAILURES
 
 
 def llm_settings(url: str, **llm) -> dict:

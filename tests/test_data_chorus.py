@@ -9,7 +9,7 @@ import pytest
 
 from superb.data import load_dataset
 from superb.data.chorus import ALL_FILES, FOLDER, product_to_doc, readable_attribute
-from superb.data.fetch import sha256_file
+from superb.digest import sha256_file
 
 
 def _mirror() -> Path:

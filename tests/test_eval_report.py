@@ -9,7 +9,8 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 import ir_measures
-from superb.eval.evaluate import View, families, make_views, per_query, significance
+from superb.eval.evaluate import View, make_views, per_query, significance
+from superb.eval.families import families
 from superb.eval.table_markdown import family_sizes, format_markdown, format_side_by_side, side_by_side
 from superb.eval.table_files import read_table_files, write_tables
 from superb.eval.stats import PairedTest

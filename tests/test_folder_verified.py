@@ -12,7 +12,6 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from superb.cli import main
 

@@ -15,7 +15,7 @@ from superb.testing.fakeserver import FakeServer
 from local_data import data  # noqa: F401 (a fixture)
 from superb.cli import main
 from superb.errors import LLMError
-from superb.llm import ChatRequest, Completion, LLMConfig, ResponseCache
+from superb.llm import Completion, LLMConfig, ResponseCache
 from superb.llm.dryrun import DryRunClient
 from test_cli_exit_codes import spec, yes
 from test_llm_cache_corrupt import damaged_while_open, filled, requests
@@ -150,7 +150,7 @@ def test_judge_refuses_every_kind_of_damage_before_any_call(tmp_path, monkeypatc
         spec.write_text("\n".join([
             'name = "damaged_cache_judges"', "[dataset]", *[f"{k} = {toml_value(v)}" for k, v in dataset.items()],
             "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]', f'cache_path = "{cache}"',
-            "[judge]", 'fields = ["title"]', "[[judge.variants]]", 'type = "pointwise"']) + "\n")
+            "[judge]", 'fields = ["title"]', "[[judge.variants]]", 'type = "pointwise"', 'template = "pointwise_best_product"']) + "\n")
         code = main(["judge", str(spec), "--out", str(tmp_path / "out"), *(["--dry-run"] if dry_run else [])])
         calls = srv.requests
     err = capsys.readouterr().err

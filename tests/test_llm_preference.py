@@ -14,7 +14,8 @@ import pytest
 
 from superb.testing.fakeserver import FakeServer, Fault, Reply
 from reranker_helpers import client, prompt_of
-from superb.llm.preference import Choice, PairwisePreference, Preference, combine, one_line, read_choice
+from superb.llm.answers import Choice, read_choice
+from superb.llm.preference import PairwisePreference, Preference, combine, one_line
 from superb.llm.types import Completion, TokenLogprob
 
 

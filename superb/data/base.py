@@ -15,7 +15,7 @@ lazily, validates it, and counts what it had to handle:
 
 Dropped or ignored queries are never silent: they are logged as warnings when topics and qrels are loaded (the CLI
 prints warnings on stderr), and every count made so far is in ``provenance()["checks"]``, which the results folders
-store. A file that is not UTF-8 is a DataError naming the file, the line and the column (:func:`utf8_error`).
+store. A file that is not UTF-8 is a DataError naming the file, the line and the column (:func:`superb.errors.utf8_error`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from typing import Any
 
 import pandas as pd
 
-from superb.data.fetch import sha256_file
-from superb.errors import DataError, SpecError, utf8_error  # noqa: F401 - utf8_error: superb.data.base.utf8_error, as before
+from superb.digest import sha256_file
+from superb.errors import DataError, SpecError
 from superb.options import check_keys
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from superb import paths
-from superb.digest import sha256_file  # noqa: F401 - superb.data.fetch.sha256_file, as before
+from superb.digest import sha256_file
 from superb.errors import DataError
 
 MIRROR_ENV = "SUPERB_DATA_MIRROR"

@@ -22,9 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from superb.data.base import (Dataset, as_str, check_options, compose_text, file_record, require_file,
-                              utf8_error)
-from superb.errors import DataError, SpecError
+from superb.data.base import Dataset, as_str, check_options, compose_text, file_record, require_file
+from superb.errors import DataError, SpecError, utf8_error
 from superb.trec.runs import label_error
 
 OPTIONS = ("name", "docs", "queries", "qrels", "fields", "text_fields", "rel_threshold", "labels", "text_kind")

@@ -19,9 +19,8 @@ from typing import Any
 import pandas as pd
 
 from superb import paths
-from superb.data.base import (Dataset, as_str, check_options, compose_text, file_record, require_file,
-                              utf8_error)
-from superb.errors import DataError
+from superb.data.base import Dataset, as_str, check_options, compose_text, file_record, require_file
+from superb.errors import DataError, utf8_error
 
 HOW = ("Get it from github.com/wayfair/WANDS (folder dataset/: product.csv, query.csv, label.csv) and set the data "
        "set option `path` to that folder.")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from superb.eval.stats import _CHUNK_CELLS
+from superb.eval.stats import CHUNK_CELLS
 
 INTERVALS = ("t", "bootstrap")
 LEVEL = 0.95
@@ -47,7 +47,7 @@ def paired_interval(d, interval: str = "t", *, n_resamples: int = 10_000, seed: 
 
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples)
-    rows = max(1, _CHUNK_CELLS // d.size)
+    rows = max(1, CHUNK_CELLS // d.size)
     for start in range(0, n_resamples, rows):
         k = min(rows, n_resamples - start)
         means[start:start + k] = d[rng.integers(0, d.size, size=(k, d.size))].mean(axis=1)

@@ -33,7 +33,7 @@ import pandas as pd
 
 from superb.errors import DataError, SpecError
 from superb.eval.effects import mde, paired_interval, strictest_alpha
-from superb.eval.families import Family, Hypothesis, families
+from superb.eval.families import Family, Hypothesis
 from superb.eval.families import plan
 from superb.eval.stats import PairedTest, correct
 from superb.trec.runs import strictly_decreasing

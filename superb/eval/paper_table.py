@@ -34,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from superb.errors import SuperbError
-from superb.eval.table_markdown import _mark, main_rows
+from superb.eval.table_markdown import significance_mark, main_rows
 from superb.folder import layout
 from superb.folder.kinds import open_folder
 from superb.folder.run_folder import RunFolder
@@ -129,7 +129,7 @@ def _read_folder(opened: RunFolder, name: str, measures: list[str], view: str) -
         **{c: rows[c] if c in rows.columns else math.nan for c in ("mean", "delta", "ci_low", "ci_high", "p",
                                                                       "p_corrected")},
         "verdict": rows["verdict"].fillna("").astype(str), "kind": "run",
-        "mark": [_mark(r).strip() for r in rows.to_dict("records")],
+        "mark": [significance_mark(r).strip() for r in rows.to_dict("records")],
         "role": rows["role"].fillna("").astype(str) if "role" in rows.columns else "",
         "baseline": rows["baseline"].fillna("").astype(str), "n_queries": rows["n_queries"],
         "model": rows["system"].map(lambda s: models.get(str(s), "")), "source": str(folder)})

@@ -42,7 +42,7 @@ CORRECTION_NAMES = {"holm": "Holm-Bonferroni correction", "bonferroni": "Bonferr
 TESTS = tuple(TEST_NAMES)  # ("t", "wilcoxon", "randomization")
 CORRECTIONS = tuple(CORRECTION_NAMES)  # ("holm", "bonferroni", "none")
 ALTERNATIVES = ("two-sided", "greater", "less")
-_CHUNK_CELLS = 2_000_000  # sign-flip matrix cells per chunk (16 MB of float64)
+CHUNK_CELLS = 2_000_000  # sign-flip matrix cells per chunk (16 MB of float64)
 
 
 def _paired(x, y) -> tuple[np.ndarray, np.ndarray]:
@@ -105,7 +105,7 @@ def randomization_pvalue(d, *, n_resamples: int = 10_000, seed: int = 0, alterna
         return _extreme(signs @ d / n, observed, alternative) / signs.shape[0]
     rng = np.random.default_rng(seed)
     count, done = 0, 0
-    rows = max(1, _CHUNK_CELLS // n)
+    rows = max(1, CHUNK_CELLS // n)
     while done < n_resamples:
         k = min(rows, n_resamples - done)
         signs = rng.integers(0, 2, size=(k, n), dtype=np.int8) * 2 - 1

@@ -101,7 +101,7 @@ def _markdown(header: list[str], rows: list[list[str]], align: list[str]) -> str
     return "\n".join(lines)
 
 
-def _mark(row) -> str:
+def significance_mark(row) -> str:
     """A cell's mark: (=) identical to the system it is tested against, c confirmatory, e exploratory, then the
     dagger of a significant confirmatory or corrected comparison."""
     verdict = row["verdict"]
@@ -247,7 +247,7 @@ def format_markdown(table: pd.DataFrame, measures: Sequence, order: Sequence[str
         row = [("\u2003" * (depth - 1) + "\u21b3 " if depth else "") + _cell(system)]
         for view, measure, _ in columns:
             key = (system, view, measure)
-            row.append("\u2013" if key not in cells.index else f"{cells.loc[key, 'mean']:.4f}{_mark(cells.loc[key])}")
+            row.append("\u2013" if key not in cells.index else f"{cells.loc[key, 'mean']:.4f}{significance_mark(cells.loc[key])}")
         rows.append(row + list(extra_cells.get(system, ())))
     body = _markdown(header, rows, [":---"] + ["---:"] * (len(header) - 1))
     text = body + "\n\n" + _footnote(info, family_sizes(table), what="the row's baseline (the system it is listed "
@@ -325,7 +325,7 @@ def format_confirmatory(table: pd.DataFrame, info: Mapping) -> str:
                      "=" if same else f"{r['delta']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]",
                      "\u2013" if same else f"{r['p']:.4f}", "\u2013" if same else f"{r['p_corrected']:.4f}",
                      f"{int(r['family_size'])}", "\u2013" if same else f"{mde(r['sd_diff'], r['n_queries'], strict):.4f}",
-                     f"{r['verdict']}{_mark(r)}"])
+                     f"{r['verdict']}{significance_mark(r)}"])
     header = ["Hypothesis", "family", "view", "measure", "mean", "against", "\u0394 [95% CI]", "p", "p corrected",
               "m", "MDE at \u03b1/m", "verdict"]
     out = ["## Confirmatory hypotheses", "",

@@ -30,7 +30,7 @@ OTHERS = "others' consensus"  # the human ceiling's reference for one rater: the
 WEIGHTS = ("none", "linear", "quadratic")
 
 
-def _positions(values, labels: Sequence[int], what: str) -> np.ndarray:
+def label_positions(values, labels: Sequence[int], what: str) -> np.ndarray:
     """Map labels to their position in the label set; reject anything outside it, naming the value."""
     index = {lab: i for i, lab in enumerate(labels)}
     out = np.empty(len(values), dtype=np.int64)
@@ -53,7 +53,7 @@ def _pair(a, b, labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("no items to compare: both label sequences are empty")
     if len(set(labels)) != len(labels) or len(labels) < 2:
         raise ValueError(f"labels must be at least two distinct values, got {list(labels)}")
-    return _positions(a, labels, "a"), _positions(b, labels, "b")
+    return label_positions(a, labels, "a"), label_positions(b, labels, "b")
 
 
 def confusion_matrix(a, b, labels: Sequence[int] = LABELS) -> pd.DataFrame:
@@ -70,7 +70,7 @@ def exact_agreement(a, b, labels: Sequence[int] = LABELS) -> float:
     return float(np.mean(pa == pb))
 
 
-def _disagreement_weights(k: int, weights: str) -> np.ndarray:
+def disagreement_weights(k: int, weights: str) -> np.ndarray:
     i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
     if weights == "none":
         return (i != j).astype(float)
@@ -89,7 +89,7 @@ def kappa_from_confusion(counts: np.ndarray, weights: str = "none") -> float:
     total = counts.sum()
     if total <= 0:
         raise ValueError("the confusion matrix is empty")
-    w = _disagreement_weights(counts.shape[0], weights)
+    w = disagreement_weights(counts.shape[0], weights)
     observed = counts / total
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
     chance = float((w * expected).sum())
@@ -123,7 +123,7 @@ def fleiss_kappa(ratings, labels: Sequence[int] = LABELS) -> float:
     if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] < 2:
         raise ValueError(f"ratings must be an items x raters array with >= 1 item and >= 2 raters, got {table.shape}")
     n_items, m = table.shape
-    pos = _positions(table.ravel().tolist(), labels, "ratings").reshape(n_items, m)
+    pos = label_positions(table.ravel().tolist(), labels, "ratings").reshape(n_items, m)
     counts = np.zeros((n_items, len(labels)), dtype=float)
     for r in range(m):
         np.add.at(counts, (np.arange(n_items), pos[:, r]), 1)
@@ -164,7 +164,7 @@ def others_consensus(ratings: pd.DataFrame, rater: str, raters: Sequence[str],
     others = [r for r in raters if r != rater]
     if not others:
         raise ValueError(f"no other rater than {rater!r} among {list(raters)}")
-    pos = np.column_stack([_positions(ratings[r].tolist(), labels, r) for r in others])
+    pos = np.column_stack([label_positions(ratings[r].tolist(), labels, r) for r in others])
     mean = pos.mean(axis=1)
     return np.asarray(labels)[np.ceil(mean - 0.5).astype(int)]
 

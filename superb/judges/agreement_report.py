@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from superb.judges.agreement import agreement_summary, confusion_matrix, human_ceiling
+from superb.judges.agreement import confusion_matrix, human_ceiling
 from superb.judges.records import Judgment
 
 AGREEMENT_COLUMNS = ["a", "b", "n", "agreement", "kappa", "kappa_linear", "kappa_quadratic", "binary_agreement",
@@ -25,25 +25,6 @@ def aligned(judgments: Sequence[Judgment], human: pd.DataFrame, column: str = "l
         frame["judge"] = frame["judge"].map(lambda x: label_map.get(int(x), int(x)))
     h = human[["qid", "docno", column]].astype({"qid": str, "docno": str}).rename(columns={column: "human"})
     return frame.merge(h, on=["qid", "docno"], how="inner")
-
-
-def judge_rows(name: str, judgments: Sequence[Judgment], qrels: pd.DataFrame, ratings: pd.DataFrame | None,
-               labels: Sequence[int], rel: int | None, label_map: Mapping[int, int] | None = None) -> list[dict]:
-    """Agreement of one judge with the human label (``qrels``), and with each individual rater when there are
-    ratings. ``default_labels`` = judged pairs of the comparison whose label is a counted default."""
-    rows = []
-    both = aligned(judgments, qrels, "label", label_map)
-    if len(both):
-        rows.append({"a": name, "b": "human (qrels)", **agreement_summary(both["human"], both["judge"], labels, rel),
-                     "default_labels": int((both["status"] != "ok").sum())})
-    if ratings is not None:
-        raters = [c for c in ratings.columns if c.startswith("rater_")]
-        for col in raters + (["final"] if "final" in ratings.columns else []):
-            r = aligned(judgments, ratings.dropna(subset=[col]).astype({col: int}), col, label_map)
-            if len(r):
-                rows.append({"a": name, "b": col, **agreement_summary(r["human"], r["judge"], labels, rel),
-                             "default_labels": int((r["status"] != "ok").sum())})
-    return rows
 
 
 def ceiling_rows(ratings: pd.DataFrame, labels: Sequence[int], rel: int | None, pairs: pd.DataFrame | None = None,

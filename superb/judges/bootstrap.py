@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from superb.judges.agreement import LABELS, _disagreement_weights, _positions
+from superb.judges.agreement import LABELS, disagreement_weights, label_positions
 
 KAPPAS = {"kappa": "none", "kappa_linear": "linear", "kappa_quadratic": "quadratic"}
 
@@ -63,7 +63,7 @@ def _groups(qids: Sequence) -> tuple[np.ndarray, int]:
 def _kappa_rows(tables: np.ndarray, weights: str) -> np.ndarray:
     """Weighted kappa of each (k x k) count table in a stack (n, k, k); NaN where undefined."""
     k = tables.shape[-1]
-    w = _disagreement_weights(k, weights)
+    w = disagreement_weights(k, weights)
     total = tables.sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
         observed = tables / total[:, None, None]
@@ -84,7 +84,7 @@ def agreement_intervals(qids: Sequence, a: Sequence, b: Sequence, labels: Sequen
         raise ValueError("no items to compare")
     k = len(labels)
     group, n_q = _groups(qids)
-    pa, pb = _positions(list(a), labels, "a"), _positions(list(b), labels, "b")
+    pa, pb = label_positions(list(a), labels, "a"), label_positions(list(b), labels, "b")
     per_query = np.zeros((n_q, k * k))
     np.add.at(per_query, (group, pa * k + pb), 1)
     full = per_query.sum(axis=0).reshape(1, k, k)
@@ -110,7 +110,7 @@ def fleiss_intervals(qids: Sequence, ratings, labels: Sequence[int] = LABELS,
         raise ValueError(f"ratings must be items x raters (>= 2 raters) with one qid per item; got {table.shape} "
                          f"and {len(qids)} qids")
     n_items, m = table.shape
-    pos = _positions(table.ravel().tolist(), labels, "ratings").reshape(n_items, m)
+    pos = label_positions(table.ravel().tolist(), labels, "ratings").reshape(n_items, m)
     counts = np.zeros((n_items, len(labels)))
     for r in range(m):
         np.add.at(counts, (np.arange(n_items), pos[:, r]), 1)
@@ -230,10 +230,10 @@ def kappa_difference(qids: Sequence, reference: Sequence, a: Sequence, b: Sequen
     bootstrap = bootstrap or QueryBootstrap()
     groups, n_q = _groups(qids)
     k = len(labels)
-    ref = _positions(reference, labels, "reference")
+    ref = label_positions(reference, labels, "reference")
     tables = []
     for judge in (a, b):
-        pos = _positions(judge, labels, "judge")
+        pos = label_positions(judge, labels, "judge")
         per_query = np.zeros((n_q, k, k))
         np.add.at(per_query, (groups, ref, pos), 1.0)
         tables.append(per_query)
@@ -261,7 +261,7 @@ def kappa_samples(qids: Sequence, reference: Sequence, judge: Sequence, weights:
     "quadratic"; None: exact agreement), resampling queries as every interval here does."""
     k = len(labels)
     group, n_q = _groups(qids)
-    pa, pb = _positions(list(reference), labels, "reference"), _positions(list(judge), labels, "judge")
+    pa, pb = label_positions(list(reference), labels, "reference"), label_positions(list(judge), labels, "judge")
     per_query = np.zeros((n_q, k * k))
     np.add.at(per_query, (group, pa * k + pb), 1)
     full = per_query.sum(axis=0).reshape(1, k, k)

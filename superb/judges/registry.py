@@ -14,7 +14,7 @@ applies (PASSAGE_PRESETS: "umbrela" is then UMBRELA's own zero-shot prompt, supe
 are read against the type's constructor (superb.options.constructor_options): unknown keys, renamed keys and wrong
 types are refused with the key path when the spec is read, before any data set or model is opened.
 
-Facts (:func:`judge_facts`): ``output`` ("score": calibrated into labels; "label": reported as written), and the most
+A judge's facts: ``output`` ("score": calibrated into labels; "label": reported as written), and the most
 calls ``max_calls(pairs, queries)`` that ``--dry-run`` prints beside its count.
 """
 
@@ -140,6 +140,3 @@ def build_judge(options: str | Mapping[str, Any], *, llm: Any, dataset: Any, nam
     return judge
 
 
-def judge_facts(judge: Judge) -> dict[str, Any]:
-    """What a built judge declares: its type, output and template ids."""
-    return {"type": judge.kind, "output": judge.output, "templates": judge.template_ids()}

@@ -231,16 +231,6 @@ def written_identifier(completion: Any, letters: Sequence[str] = LETTERS) -> str
     return parse_letter(completion.text, letters)
 
 
-def written_grade(text: str | None, labels: Sequence[int] = (0, 1, 2, 3)) -> int | None:
-    """One grade from a written answer, read strictly (superb.llm.parsing.parse_grade): the judges' reading."""
-    return parse_grade(text, labels)
-
-
-def grade_probabilities(completion: Any, labels: Sequence[int] = (0, 1, 2, 3)) -> dict[int, float] | None:
-    """P(grade) for every label at the first generated position offering a grade token, or None."""
-    return grade_distribution(completion.logprobs, labels)
-
-
 def graded_list(text: str | None, n: int, labels: Sequence[int] = (0, 1, 2, 3)) -> tuple[dict[int, int], dict]:
     """Grades of items 1..n from lines like "[3]: 2", with counts of what was refused
     (superb.llm.parsing.parse_listwise)."""

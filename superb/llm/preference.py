@@ -33,13 +33,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
 
-from superb.llm.answers import LETTERS, Choice, read_choice  # noqa: F401 - the readers of a lettered answer live there
+from superb.llm.answers import Choice, read_choice
 from superb.llm.prompts import load_template
 from superb.llm.text import clean
 from superb.llm.types import ChatRequest, Completion
 
 DEFAULT_TEMPLATE = "pairwise_ab"
-SOURCES = ("logprobs", "generated", "no_label", "failed")
 FALLBACK_STATS = {"generated": "fallback_generated_letter", "no_label": "fallback_no_label",
                   "failed": "fallback_failed_call"}
 

@@ -70,7 +70,7 @@ def write_shipped(log: ResponseLog, path: Path) -> dict[str, Any]:
         written = write_lines(path, (row_line(_loaded(row, cache.path)) for row in cache.rows(log.keys)))
         sources = cache.source_counts(log.keys)
     missing = len(log.keys) - written
-    return {"file": path.name, "rows": written, "missing_from_cache": missing, "sha256": _sha256(path),
+    return {"file": path.name, "rows": written, "missing_from_cache": missing, "sha256": parts_sha256(path),
             "sources": sources}
 
 
@@ -219,6 +219,6 @@ def _verified(path: Path, report: ReplayReport) -> Iterator[CachedRow]:
         raise SuperbError(f"cannot read {path}: {e}. Is it a {SHIPPED_FILE} written by `superb run`?") from None
 
 
-def _sha256(path: Path) -> str:
+def parts_sha256(path: Path) -> str:
     """sha256 of the bytes of every part of ``path``, in order (one part: the file's own sha256)."""
     return sha256_files(part_paths(path))

@@ -76,7 +76,7 @@ class Usage:
 
     def estimated_cost(self, prices: Mapping[str, Mapping[str, float]], tag: str | None = None) -> float:
         """Dollars for the tokens actually sent, with prices per 1M tokens by model. Unpriced models (e.g. the
-        embedded one) cost 0: see unpriced_models()."""
+        embedded one) cost 0."""
         cost = 0.0
         with self._lock:
             for (t, model), r in self._rows.items():
@@ -84,10 +84,6 @@ class Usage:
                     p = prices[model]
                     cost += (r.prompt_tokens * p.get("prompt", 0.0) + r.completion_tokens * p.get("completion", 0.0)) / 1e6
         return cost
-
-    def unpriced_models(self, prices: Mapping[str, Any]) -> list[str]:
-        with self._lock:
-            return sorted({m for (_, m), r in self._rows.items() if m not in prices and r.calls})
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """{tag: {model, counters...}} with one entry per (tag, model); key "tag" alone when one model per tag."""

@@ -21,7 +21,6 @@ folder has one; a folder written before that file existed renders without them a
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import math
 from dataclasses import dataclass, field

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from superb.folder import layout
 from superb.provenance import record_file
 from superb.report.markdown import to_html
 
@@ -56,7 +57,7 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
     from superb.report.data import collect
 
     folder = Path(folder)
-    out = Path(out) if out is not None else folder / "report.html"
+    out = Path(out) if out is not None else folder / layout.REPORT
     html = render(collect(folder))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.writing")
@@ -66,6 +67,6 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
     except BaseException:  # a full disk, a folder made read-only: no half-written page is left behind
         tmp.unlink(missing_ok=True)
         raise
-    if out.resolve() == (folder / "report.html").resolve():  # the folder's own page: its sha256 in provenance.json
-        record_file(folder, "report.html")
+    if out.resolve() == (folder / layout.REPORT).resolve():  # the folder's own page: its sha256 in provenance.json
+        record_file(folder, layout.REPORT)
     return out

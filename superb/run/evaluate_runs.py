@@ -32,7 +32,7 @@ from superb.folder.kinds import check_inputs
 from superb.folder.verify import Mismatch
 from superb.trec.run_files import read_run_file
 from superb.trec.runs import LABELS_ONLY, read_qrels
-from superb.run.experiment import ExperimentResult, PipelineResult, _queries_without_results, check_evaluable
+from superb.run.experiment import ExperimentResult, PipelineResult, queries_without_results, check_evaluable
 from superb.run.spec import parse_spec, read_toml
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ def evaluate_runs(runs: list[Path], *, qrels: Path, names: str | None = None, ba
             log.warning("run %s: %d queries are not in --topics %s (e.g. %s): not evaluated", path,
                         len(unselected), topics, unselected[:3])
         run = chosen.merge(rows, on="qid")
-        stats = {"run_queries_without_labels": len(unlabelled), **_queries_without_results(p.name, chosen, run)}
+        stats = {"run_queries_without_labels": len(unlabelled), **queries_without_results(p.name, chosen, run)}
         if unselected:
             stats["run_queries_not_in_topics"] = len(unselected)
         results[p.name] = PipelineResult(name=p.name, run=run, seconds=0.0, stats=stats)

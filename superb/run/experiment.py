@@ -229,7 +229,7 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
             run = _checked_run(run, name, specs[name].path)
         stats = system.stats()
         if name in first_stages:
-            stats.update(_queries_without_results(name, topics, run))
+            stats.update(queries_without_results(name, topics, run))
         given = next((c.provenance() for c in system.components if hasattr(c, "provenance")), None)
         results[name] = PipelineResult(name=name, run=run, seconds=time.perf_counter() - t0, stats=stats,
                                        usage=_usage_delta(before, _usage_dict(llm)),
@@ -240,7 +240,7 @@ def run_systems(pipelines: tuple[PipelineSpec, ...], dataset, topics: pd.DataFra
     return results
 
 
-def _queries_without_results(name: str, topics: pd.DataFrame, run: pd.DataFrame) -> dict[str, int]:
+def queries_without_results(name: str, topics: pd.DataFrame, run: pd.DataFrame) -> dict[str, int]:
     """A first stage that retrieves nothing for a query (its terms match no product) leaves it to score 0 on every
     measure, and nothing for its rerankers: warned, and counted (usage.csv ``stat:queries_without_results``, a column
     only when some query has none)."""

@@ -41,7 +41,7 @@ from superb.folder.run_folder import MergedFolder, RunFolder, ShardFolder
 from superb.folder.spec import folder_spec
 from superb.folder.verify import Mismatch, warn
 from superb.run.experiment import ExperimentResult, PipelineResult
-from superb.llm.ship import _sha256, read_lines, write_lines
+from superb.llm.ship import parts_sha256, read_lines, write_lines
 from superb.run.shards import SHARD_RULE, Shard, spec_differences, spec_digest
 from superb.stage_scores import with_stage_scores
 
@@ -368,7 +368,7 @@ class MergedResponses:
                 yield line
 
         rows = write_lines(Path(path), merged())
-        return {"file": Path(path).name, "rows": rows, "missing_from_cache": 0, "sha256": _sha256(Path(path)),
+        return {"file": Path(path).name, "rows": rows, "missing_from_cache": 0, "sha256": parts_sha256(Path(path)),
                 "sources": sources, "merged_from": taken, "duplicates": self.duplicates,
                 "conflicts": len(self.conflicts), "conflict_keys": self.conflicts[:EXAMPLES],
                 "shards_without_responses": [label for label, p in self.files if not p.is_file()]}

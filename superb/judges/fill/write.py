@@ -33,7 +33,7 @@ from superb.judges.fill.inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, READ
                                        Folder, FillOptions)
 from superb.atomic import replacing
 from superb.llm.cache import ResponseCache
-from superb.llm.ship import SHIPPED_FILE, _sha256, read_lines, row_line, write_lines
+from superb.llm.ship import SHIPPED_FILE, parts_sha256, read_lines, row_line, write_lines
 from superb.provenance import folder_files, record_code
 
 FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
@@ -286,4 +286,4 @@ def _merge_responses(out: Path, log: Any, run_summary: dict | None) -> dict | No
     run_rows = (run_summary or {}).get("rows", before)
     return {"file": path.name, "rows": written, "run_rows": run_rows, "rows_before_fill": before,
             "fill_keys": len(log.keys), "fill_rows_added": added, "fill_conflicts": conflicts,
-            "missing_from_cache": len(log.keys) - found, "sha256": _sha256(path), "run": run_summary}
+            "missing_from_cache": len(log.keys) - found, "sha256": parts_sha256(path), "run": run_summary}

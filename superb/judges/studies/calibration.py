@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from superb.judges.agreement import LABELS, WEIGHTS, _disagreement_weights, cohen_kappa
+from superb.judges.agreement import LABELS, WEIGHTS, disagreement_weights, cohen_kappa
 
 CHUNK = 50_000  # cut-point choices scored per vectorised step
 
@@ -167,7 +167,7 @@ class KappaCutSearch(_Cuts):
         cum = np.vstack([np.zeros(k), np.cumsum(onehot[order], axis=0)])
         below = cum[np.searchsorted(x[order], cand, side="left")]
         total = onehot.sum(axis=0)
-        w = _disagreement_weights(k, self.weights)
+        w = disagreement_weights(k, self.weights)
         best, best_choice, n_choices = -np.inf, None, 0
         if self.reachable:  # strictly increasing midpoints: every label keeps a score interval holding a dev score
             if len(cand) - 2 < k - 1:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from superb.eval.evaluate import View, families, per_query, significance
+from superb.eval.evaluate import View, per_query, significance
+from superb.eval.families import families
 from superb.eval.measures import parse_measure
 from superb.eval.stats import PairedTest
 from superb.judges.bootstrap import TIE_DIGITS, ordering_intervals, tau_intervals

@@ -180,7 +180,7 @@ def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,
                 bar.set_description(f"pairwise study ({name}, {choice})", refresh=False)
                 comparator = PairwiseComparator(llm, template, tuple(fields), allow_neither=choice == "allow neither",
                                                 both_orders=True, max_chars=max_chars, tag="judge:pairwise-study")
-                coros = [_ticking(comparator.compare(p.query, docs[p.docno_a], docs[p.docno_b]), bar)
+                coros = [ticking(comparator.compare(p.query, docs[p.docno_a], docs[p.docno_b]), bar)
                          for p in pairs.itertuples()]
                 decisions = run_all(llm, coros)
                 one = [d.answers[0] if d.answers[0] in ("A", "B") else None for d in decisions]
@@ -204,12 +204,12 @@ def pairwise_study(dataset: Any, llm: Any, pairs: pd.DataFrame, *,
 
 def progress_bar(total: int):
     """The study's bar (superb.llm.runner.progress_bar), one step per pair and variant; it spans several run_all
-    calls, so the coroutines advance it themselves (:func:`_ticking`) and the caller closes it."""
+    calls, so the coroutines advance it themselves (:func:`ticking`) and the caller closes it."""
 
     return bar(total, "pairwise study", unit="pair")
 
 
-async def _ticking(coro, bar):
+async def ticking(coro, bar):
     try:
         return await coro
     finally:

@@ -38,10 +38,9 @@ import numpy as np
 import pandas as pd
 
 from superb.llm.runner import run_all
-from superb.judges.studies.pairwise import _ticking, progress_bar
+from superb.judges.studies.pairwise import ticking, progress_bar
 from superb.llm.preference import PairwisePreference
 
-TABLE_THRESHOLDS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.45)
 MARGIN_QUANTILES = (0.25, 0.5, 0.75, 0.9)  # pairwise.md reads the curve at these quantiles of the observed margins
 CALLS_PER_PAIR = {"probability": 2, "forced": 2, "allow neither": 2}
 CURVE_COLUMNS = ["fields", "rule", "threshold", "asked", "decided", "agreed", "precision", "recall"]
@@ -89,7 +88,7 @@ def ask_preferences(dataset: Any, llm: Any, pairs: pd.DataFrame, fields: Sequenc
                               tag="judge:pairwise-probability")
     docs = {d: dataset.doc(d) for d in pd.unique(pairs[["docno_a", "docno_b"]].to_numpy().ravel())}
     coros = [pref.prefer(p.query, docs[p.docno_a], docs[p.docno_b]) for p in pairs.itertuples()]
-    answers = run_all(llm, coros if bar is None else [_ticking(c, bar) for c in coros])
+    answers = run_all(llm, coros if bar is None else [ticking(c, bar) for c in coros])
     rows = []
     for p, a in zip(pairs.itertuples(), answers):
         first, second = a.orders
