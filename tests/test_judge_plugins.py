@@ -129,15 +129,29 @@ def test_a_bad_judge_plugin_is_refused_with_exit_2_and_no_request(folder, capsys
     assert not (folder / "out").exists()
 
 
-def test_the_guides_judge_example_and_its_prompt_are_the_committed_files():
+def test_the_guides_judge_example_its_prompt_and_spec_are_the_committed_files():
     page = (PLUGINS.parents[1] / "docs" / "extending.md").read_text(encoding="utf-8")
     block = page[page.index("<!-- extending-judge-example -->"):]
     start = block.index("```python") + len("```python")
     code = block[start:block.index("```", start)]
     assert code.strip() == (PLUGINS / "my_judges.py").read_text(encoding="utf-8").strip()
-    start = block.index("```jinja") + len("```jinja")
-    prompt = block[start:block.index("```", start)]
+    start = page.index("```jinja") + len("```jinja")  # shown once, with the reranker that asks the same
+    prompt = page[start:page.index("```", start)]
     assert prompt.strip() == (PLUGINS / "three_grade.j2").read_text(encoding="utf-8").strip()
+    start = block.index("```toml\nname = ") + len("```toml")
+    spec = block[start:block.index("```", start)]
+    assert spec.strip() == (PLUGINS.parents[1] / "experiments" / "my_judges_chorus.toml").read_text().strip()
+
+
+def test_the_guides_judge_spec_runs_as_shown(chorus_mirror, tmp_path, monkeypatch, capsys):
+    """`superb judge experiments/my_judges_chorus.toml --dry-run`, as docs/extending.md shows it, from the project's
+    folder: the plug-in is imported, both judges are counted, nothing is called or written."""
+    monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(PLUGINS.parents[1])
+    assert main(["judge", "experiments/my_judges_chorus.toml", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "three_grade" in out and "yesno_product" in out, out
+    assert not (PLUGINS.parents[1] / "results" / "my_judges_chorus").exists()
 
 
 def _install_judge(site: Path, package: str, version: str, entries: str) -> None:

@@ -1,7 +1,7 @@
-"""README's "Using superb from Python" block, run as written: PISA BM25 >> a pointwise reranker on the real 0.5B model,
-evaluated by pt.Experiment with superb's paired test, then superb's NaN-aware Holm. The model file comes from the
-default SUPERB_HOME (joining 490 MB per run would be wasteful) through SUPERB_MODEL_PATH; indexes and the LLM cache go
-to a temporary SUPERB_HOME."""
+"""docs/python.md's example block (README's "Using superb from Python" points to it), run as written: PISA BM25 >>
+a pointwise reranker on the real 0.5B model, evaluated by pt.Experiment with superb's paired test, then superb's
+NaN-aware Holm. The model file comes from the default SUPERB_HOME (joining 490 MB per run would be wasteful) through
+SUPERB_MODEL_PATH; indexes and the LLM cache go to a temporary SUPERB_HOME."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ import pytest
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 
 
 def example() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     match = re.search(r"<!-- python-example -->\n```python\n(.*?)```", text, re.S)
-    assert match, "README.md has no <!-- python-example --> block"
+    assert match, "docs/python.md has no <!-- python-example --> block"
     return match.group(1)
 
 
-def test_readme_python_example_runs_and_marks_with_nan_aware_holm(tmp_path, monkeypatch, chorus_mirror, capsys):
+def test_the_python_example_runs_and_marks_with_nan_aware_holm(tmp_path, monkeypatch, chorus_mirror, capsys):
     from superb.errors import DataError, MissingDependencyError
     from superb.llm.model import resolve_model
 
@@ -34,7 +34,7 @@ def test_readme_python_example_runs_and_marks_with_nan_aware_holm(tmp_path, monk
     monkeypatch.setenv("SUPERB_MODEL_PATH", str(model))
     monkeypatch.setenv("SUPERB_HOME", str(tmp_path / "home"))
     namespace: dict = {}
-    exec(compile(example(), "README.md:python-example", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(example(), "docs/python.md:python-example", "exec"), namespace)  # noqa: S102 - our own docs
     table = namespace["table"]
     assert "BM25 >> pointwise" in capsys.readouterr().out
     assert table["name"].tolist() == ["BM25", "BM25 >> pointwise"]
