@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -156,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                                   "experiments/anchors_trec_dl.csv")
     table.add_argument("--average", action="store_true", help="add the mean of the collections' means (no test)")
     table.add_argument("--view", default="full", help="the folders' view to read (default: full)")
+    table.add_argument("--narrow", action="store_true", help="table.tex for one column: system and model names "
+                                                             "wrap in columns of fixed width (\\usepackage{array})")
+    table.add_argument("--resize", action="store_true", help="table.tex scaled to \\linewidth whatever its width "
+                                                             "(\\usepackage{graphicx})")
     table.add_argument("--out", type=Path, default=None, help="write table.md, table.csv and table.tex there "
                                                               "(default: print table.md only)")
     _unverified_flag(table)
@@ -206,7 +211,7 @@ def _cmd_run(args) -> int:
         print(shown(dry_run_report(result)))
         return 0
     _write(result, out)
-    print(shown((out / "table.md").read_text(encoding="utf-8")))
+    print(shown((out / layout.TABLE_MD).read_text(encoding="utf-8")))
     print(f"results written to {out}/ in {result.timings['total_s']:.1f} s")
     try:
         _report(out)
@@ -234,7 +239,7 @@ def _cmd_evaluate(args) -> int:
                                        hypotheses=args.hypotheses, name=args.name, topics=args.topics,
                                        unverified=args.unverified)
     _write(result, out, unverified)
-    print(shown((out / "table.md").read_text(encoding="utf-8")))
+    print(shown((out / layout.TABLE_MD).read_text(encoding="utf-8")))
     print(f"results written to {out}/ (0 LLM calls)")
     try:
         _report(out)
@@ -286,7 +291,7 @@ def _cmd_merge(args) -> int:
     if any(out.resolve() == Path(s).resolve() for s in args.shards):
         raise SuperbError(f"--out {out} is one of the shard folders: write the merge elsewhere")
     write_results(result, out, unverified=tuple(unverified))
-    print((out / "table.md").read_text(encoding="utf-8"))
+    print((out / layout.TABLE_MD).read_text(encoding="utf-8"))
     for s in result.sharding["merged"]:
         print(f"shard {s['shard']}: {s['queries']} queries from {s['folder']}")
     shipped = json.loads((out / "provenance.json").read_text(encoding="utf-8")).get("responses")
@@ -331,22 +336,39 @@ def _cmd_table(args) -> int:
         print("pass --out DIR to write table.md, table.csv and table.tex")
         return 0
     with replacing(args.out) as tmp:  # replaced as a whole, as a results folder; refused if not superb's
-        write_paper_table(frame, tmp, title=args.out.name)
+        write_paper_table(frame, tmp, title=args.out.name, narrow=args.narrow, resize=args.resize)
         record = {"command": _table_command(args), "collections": frame.attrs["collections"],
                   "measures": frame.attrs["measures"], "average": frame.attrs["average"],
                   "inputs": frame.attrs["inputs"]}  # each folder read: its provenance's and files' sha256
         if frame.attrs["unverified"]:
             record["unverified"] = frame.attrs["unverified"]
         provenance.write(tmp, record, hash_files=True)
-    print((args.out / "table.md").read_text(encoding="utf-8"))
-    print(f"written to {args.out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{booktabs}})")
+    print((args.out / layout.TABLE_MD).read_text(encoding="utf-8"))
+    _wrote_tex(args.out)
     return 0
+
+
+def _wrote_tex(out: Path) -> None:
+    """The closing line of `superb table --out`: what table.tex needs, and whether it fits one column."""
+    from superb.eval.latex_width import ARTICLE_TEXT
+    from superb.eval.paper_table_latex import latex_width
+
+    text = (out / layout.TABLE_TEX).read_text(encoding="utf-8")
+    packages = re.search(r"\\usepackage\{([^}]*)\}", text.splitlines()[0])
+    print(f"written to {out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{{packages.group(1)}}})")
+    width = latex_width(text)
+    if width > ARTICLE_TEXT and "scaled to \\linewidth" not in text:
+        print(f"table.tex is about {width:.0f}pt wide, wider than a one-column article's {ARTICLE_TEXT:.0f}pt text: "
+              "--narrow wraps its names, --resize scales it to \\linewidth (docs/paper-table.md)")
 
 
 def _judge_table(args, names: list[str] | None) -> int:
     """`superb table` on `superb judge` folders: the table a judging paper prints (superb.eval.judge_table)."""
     from superb.eval.judge_table import format_markdown, judge_table, write_judge_table
 
+    if args.narrow:
+        raise SuperbError("--narrow is a layout of the reranking table; a judge table is narrow already (a column "
+                          "per statistic): use --resize to scale it to \\linewidth")
     measure = args.measures[0] if args.measures else "nDCG@10"
     frame = judge_table(args.folders, names, anchors=args.anchors, measure=measure, unverified=args.unverified)
     if args.out is None:
@@ -354,15 +376,15 @@ def _judge_table(args, names: list[str] | None) -> int:
         print("pass --out DIR to write table.md, table.csv and table.tex")
         return 0
     with replacing(args.out) as tmp:
-        write_judge_table(frame, tmp, title=args.out.name)
+        write_judge_table(frame, tmp, title=args.out.name, resize=args.resize)
         record = {"command": _table_command(args),
                   "collections": [{"name": i["name"], "folder": i["folder"]} for i in frame.attrs["inputs"]],
                   "measures": [measure], "judges": True, "inputs": frame.attrs["inputs"]}
         if frame.attrs["unverified"]:
             record["unverified"] = frame.attrs["unverified"]
         provenance.write(tmp, record, hash_files=True)
-    print((args.out / "table.md").read_text(encoding="utf-8"))
-    print(f"written to {args.out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{booktabs}})")
+    print((args.out / layout.TABLE_MD).read_text(encoding="utf-8"))
+    _wrote_tex(args.out)
     return 0
 
 
@@ -379,6 +401,7 @@ def _table_command(args) -> list[str]:
         command.append("--average")
     if args.view != "full":
         command += ["--view", args.view]
+    command += [flag for flag, on in (("--narrow", args.narrow), ("--resize", args.resize)) if on]
     if args.unverified:
         command.append("--unverified")
     return command
@@ -387,7 +410,7 @@ def _table_command(args) -> list[str]:
 def _cmd_show(args) -> int:
     """table.md of a `superb run` folder (checked against its recorded sha256, as every read of a results folder:
     superb.folder); agreement.md and pairwise.md of a `superb judge` folder."""
-    path = args.result / "table.md"
+    path = args.result / layout.TABLE_MD
     if path.is_file():
         from superb.eval.compare import shown_table
 

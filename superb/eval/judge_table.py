@@ -29,7 +29,9 @@ import numpy as np
 import pandas as pd
 
 from superb.errors import SuperbError
+from superb.eval.latex_width import ARTICLE_TEXT, TWO_COLUMN, tabular_width, text_width
 from superb.eval.paper_table_latex import escape
+from superb.folder import layout
 from superb.folder.kinds import JudgeFolder, kind_of, open_folder
 from superb.folder.verify import as_records
 
@@ -181,7 +183,10 @@ def format_markdown(frame: pd.DataFrame, statistics=DEFAULT_STATISTICS, title: s
     return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"
 
 
-def format_latex(frame: pd.DataFrame, statistics=DEFAULT_STATISTICS, label: str = "tab:judges") -> str:
+def format_latex(frame: pd.DataFrame, statistics=DEFAULT_STATISTICS, label: str = "tab:judges",
+                 resize: bool = False) -> str:
+    """table.tex: one booktabs tabular in \\small, its width measured on its second line (superb.eval.latex_width);
+    ``resize``: scaled to \\linewidth (\\usepackage{graphicx})."""
     rows, columns = _grid(frame, statistics)
     collections = frame.attrs["collections"]
     span = len(statistics)
@@ -191,11 +196,21 @@ def format_latex(frame: pd.DataFrame, statistics=DEFAULT_STATISTICS, label: str 
              "agreement": "agr.", "tau_llm": "$\\tau$ LLM", "tau_filled": "$\\tau$ filled",
              "tau_ap_llm": "$\\tau_{AP}$ LLM", "tau_ap_filled": "$\\tau_{AP}$ filled", "rho_llm": "$\\rho$ LLM",
              "rho_filled": "$\\rho$ filled"}
-    lines = ["% superb judge table (generated; \\usepackage{booktabs})", "\\begin{table}[t]", "\\centering",
+    widths = [text_width("Judge", 9.0), text_width("Model", 9.0)] + [text_width(s, 9.0) for _, s in columns]
+    for kind, judge, model, cells in rows:
+        texts = [judge, model or "--", *[_cell(c, interval=False) for c in cells]]
+        widths = [max(w, text_width(t, 9.0)) for w, t in zip(widths, texts)]
+    packages = "booktabs" + (", graphicx" if resize else "")
+    lines = [f"% superb judge table (generated; \\usepackage{{{packages}}})",
+             f"% width: about {tabular_width(widths):.0f}pt at 9pt (measured in Computer Modern; a one-column "
+             f"article's text is {ARTICLE_TEXT:.0f}pt, a two-column paper's column {TWO_COLUMN:.0f}pt)"
+             + ("; scaled to \\linewidth" if resize else ""),
+             "\\begin{table}[t]", "\\centering",
              "\\small",
              f"\\caption{{LLM judges: linear-weighted $\\kappa$ with the human labels and Kendall's $\\tau$ of the "
              f"system orderings by {escape(frame.attrs.get('measure', 'nDCG@10'))}; quoted rows from their "
              "sources, not run here.}", f"\\label{{{label}}}",
+             *(["\\resizebox{\\linewidth}{!}{%"] if resize else []),
              f"\\begin{{tabular}}{{ll{'r' * len(columns)}}}", "\\toprule", " & ".join(head) + " \\\\", rules,
              " & ".join(["Judge", "Model", *[short[s] for _, s in columns]]) + " \\\\", "\\midrule"]
     quoted = False
@@ -205,15 +220,15 @@ def format_latex(frame: pd.DataFrame, statistics=DEFAULT_STATISTICS, label: str 
             quoted = True
         values = [escape(_cell(c, interval=False)).replace("–", "--") for c in cells]
         lines.append(" & ".join([escape(judge), escape(model) or "--", *values]) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    lines += ["\\bottomrule", "\\end{tabular}" + ("}" if resize else ""), "\\end{table}"]
     return "\n".join(lines) + "\n"
 
 
-def write_judge_table(frame: pd.DataFrame, out: Path, *, title: str = "") -> list[Path]:
+def write_judge_table(frame: pd.DataFrame, out: Path, *, title: str = "", resize: bool = False) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "table.csv", out / "table.md", out / "table.tex"]
+    paths = [out / layout.TABLE, out / layout.TABLE_MD, out / layout.TABLE_TEX]
     frame.to_csv(paths[0], index=False)
     paths[1].write_text(format_markdown(frame, title=title), encoding="utf-8")
-    paths[2].write_text(format_latex(frame), encoding="utf-8")
+    paths[2].write_text(format_latex(frame, resize=resize), encoding="utf-8")
     return paths

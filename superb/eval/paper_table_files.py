@@ -14,12 +14,14 @@ from superb.folder.layout import TABLE, TABLE_MD, TABLE_TEX
 FILES = (TABLE, TABLE_MD, TABLE_TEX)
 
 
-def write_paper_table(frame: pd.DataFrame, out: Path, *, title: str = "") -> list[Path]:
-    """table.csv, table.md and table.tex of :func:`superb.eval.paper_table.paper_table`'s frame into ``out``."""
+def write_paper_table(frame: pd.DataFrame, out: Path, *, title: str = "", narrow: bool = False,
+                      resize: bool = False) -> list[Path]:
+    """table.csv, table.md and table.tex of :func:`superb.eval.paper_table.paper_table`'s frame into ``out``
+    (``narrow``, ``resize``: table.tex's layout, superb.eval.paper_table_latex.format_latex)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in FILES]
     frame.to_csv(paths[0], index=False)
     paths[1].write_text(format_markdown(frame, title=title), encoding="utf-8")
-    paths[2].write_text(format_latex(frame), encoding="utf-8")
+    paths[2].write_text(format_latex(frame, narrow=narrow, resize=resize), encoding="utf-8")
     return paths
