@@ -12,12 +12,12 @@ prose around it is kept (a README without the markers gets nothing: put them whe
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
+from superb.cli import build_parser
 from superb.eval.paper_table import paper_table
 from superb.eval.paper_table_markdown import format_markdown
 
@@ -27,14 +27,7 @@ END = "<!-- end generated -->"
 def frame_of(folder: Path):
     """The table of ``folder`` made again from the command its provenance.json records."""
     command = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))["command"]
-    parser = argparse.ArgumentParser(prog="superb table")
-    parser.add_argument("folders", nargs="+")
-    parser.add_argument("--measures", nargs="+")
-    parser.add_argument("--names")
-    parser.add_argument("--anchors")
-    parser.add_argument("--average", action="store_true")
-    parser.add_argument("--view", default="full")
-    args = parser.parse_args(command[2:])
+    args = build_parser().parse_args(command[1:])  # superb's own parser: every option the command takes
     return paper_table(args.folders, measures=args.measures, names=args.names.split(",") if args.names else None,
                        anchors=args.anchors, average=args.average, view=args.view)
 

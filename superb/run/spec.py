@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from superb.errors import Errors, SpecError
+from superb.llm.connect import check_table
 from superb.options import check_keys, read_toml, typed
 from superb.pipelines.pipeline_spec import PipelineSpec
 from superb.run.spec_names import NAME_RE, SPEC_NAME_ROOM, check_name_length
@@ -151,8 +152,6 @@ def parse_spec(raw: dict[str, Any], source: Path | None = None, *, plugins: bool
 def _llm_table(raw: dict) -> dict:
     """The [llm] table, checked as opening it would check it (keys, types, ranges, an embedded model's name), so its
     errors come with the rest of the spec's."""
-    from superb.llm.connect import check_table
-
     table = typed(raw, "llm", dict, "")
     check_table(table)
     return table
