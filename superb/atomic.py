@@ -98,7 +98,7 @@ def foreign_files(out: Path) -> list[str]:
     """The files under ``out`` (relative paths, sorted) that its provenance.json's ``files`` list does not name,
     README.md and report.html aside; [] for a folder without such a list (nothing tells superb's files from others)."""
     try:
-        listed = json.loads((out / "provenance.json").read_text(encoding="utf-8")).get("files")
+        listed = json.loads((out / layout.PROVENANCE).read_text(encoding="utf-8")).get("files")
     except (OSError, ValueError, AttributeError):
         return []
     if not isinstance(listed, (list, dict)) or not listed:
@@ -106,7 +106,7 @@ def foreign_files(out: Path) -> list[str]:
     names = {item if isinstance(item, str) else str(item.get("name")) for item in listed} \
         if isinstance(listed, list) else set(listed)
     found = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink())
-    return [f for f in found if f not in names and f not in (*KEPT, *LATER, "provenance.json")]
+    return [f for f in found if f not in names and f not in (*KEPT, *LATER, layout.PROVENANCE)]
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -222,7 +222,7 @@ def _cmd_run(args) -> int:
 
 def _warn_changed_plugins(spec, out: Path) -> None:
     """A warning line per plug-in whose file changed since ``out`` was written (superb.run.plugin_changes)."""
-    if (out / "provenance.json").is_file():
+    if (out / layout.PROVENANCE).is_file():
         for line in changed_plugins(out, plugin_records(spec.pipelines)):
             print(shown(f"superb: warning: {line}", sys.stderr), file=sys.stderr)
 
@@ -294,7 +294,7 @@ def _cmd_merge(args) -> int:
     print((out / layout.TABLE_MD).read_text(encoding="utf-8"))
     for s in result.sharding["merged"]:
         print(f"shard {s['shard']}: {s['queries']} queries from {s['folder']}")
-    shipped = json.loads((out / "provenance.json").read_text(encoding="utf-8")).get("responses")
+    shipped = json.loads((out / layout.PROVENANCE).read_text(encoding="utf-8")).get("responses")
     if shipped:
         print(f"responses: {shipped['rows']} rows ({shipped['duplicates']} keys used by several shards)")
         if shipped["conflicts"]:

@@ -51,7 +51,7 @@ TAKES = "a folder written by `superb judge SPEC` with judge variants (e.g. resul
 
 def is_judge_folder(path: str | Path) -> bool:
     """Whether ``path`` is the folder of a judge study (superb.folder's JudgeFolder), from its provenance.json."""
-    record = Path(path) / "provenance.json"
+    record = Path(path) / layout.PROVENANCE
     try:
         return kind_of(json.loads(record.read_text(encoding="utf-8"))) is JudgeFolder
     except (OSError, ValueError):

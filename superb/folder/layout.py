@@ -39,6 +39,9 @@ REPORT = "report.html"
 COST_PLOT = "cost.png"
 SOURCE_PATCH = "source.patch"
 README = "README.md"
+FILL_FINGERPRINT = "llm_qrels.json"  # `superb judge --fill`: what its llm_qrels.trec was made from
+FILL_LABELS = "llm_labels.tsv"  # ... the judge's label for every pair it filled
+VIEWS = "views.md"  # ... the table under the human, LLM and filled views
 
 #: files of a results folder its provenance.json does not hash: the reader's README.md (carried over, edited by hand)
 NOT_HASHED = (README,)

@@ -43,6 +43,7 @@ from superb.llm.prompts import load_template
 from superb.llm.types import ChatRequest
 from superb.pipelines import first_stage
 from superb.provenance import write as write_provenance
+from superb.folder import layout
 
 POOL_QUERIES = ("source", "rewrite", "both")
 QID_SUFFIX = "-best"
@@ -111,13 +112,13 @@ def pool_candidates(retriever: Any, rewrites: pd.DataFrame, pool_query: str = "s
 def load_config(folder: str | Path, fields: list[str] | None = None) -> dict:
     """The ``superb.data.load_dataset`` config of a benchmark folder (read from its provenance.json)."""
     folder = Path(folder)
-    prov = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    prov = json.loads((folder / layout.PROVENANCE).read_text(encoding="utf-8"))
     if not (folder / "docs.jsonl").is_file():
         raise DataError(f"{folder}/docs.jsonl does not exist: the benchmark references the products of its source "
                         f"data set ({prov['source_dataset']['config']}); write them with "
                         f"superb.judges.benchmark.materialize_docs({str(folder)!r})")
     return {"name": "local", "docs": str(folder / "docs.jsonl"), "queries": str(folder / "queries.tsv"),
-            "qrels": str(folder / "qrels.trec"), "fields": fields or prov["fields"],
+            "qrels": str(folder / layout.QRELS), "fields": fields or prov["fields"],
             "rel_threshold": prov["rel_threshold"], "labels": prov["labels"]}
 
 
@@ -141,7 +142,7 @@ def materialize_docs(folder: str | Path, dataset: Any = None) -> Path:
     if dataset is None:
         from superb.data import load_dataset
 
-        prov = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+        prov = json.loads((folder / layout.PROVENANCE).read_text(encoding="utf-8"))
         dataset = load_dataset(prov["source_dataset"]["config"], path="source_dataset.config")
     docnos = [line.strip() for line in (folder / "docnos.txt").read_text(encoding="utf-8").splitlines()
               if line.strip()]
@@ -193,7 +194,7 @@ def build_benchmark(dataset: Any, llm: Any, out_dir: str | Path, *, topics: pd.D
         for qid, query in zip(kept["qid"], kept["query"]):
             out.write(f"{qid}\t{' '.join(str(query).split())}\n")
     rewrites.to_csv(folder / "rewrites.tsv", sep="\t", index=False)
-    write_qrels_trec(records, folder / "qrels.trec")
+    write_qrels_trec(records, folder / layout.QRELS)
     write_jsonl(records, folder / "judgments.jsonl")
     fields = list(dataset.fields)
     if docs == "copy":

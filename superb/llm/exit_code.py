@@ -13,6 +13,7 @@ from typing import Any
 
 from superb.exit_codes import EXIT_LLM_FAILURES, EXIT_OK
 from superb.llm.config import LLMConfig
+from superb.folder import layout
 
 _COUNTS = ("calls", "cache_hits", "failures", "dry_run", "coalesced")
 
@@ -46,7 +47,7 @@ def llm_exit_code(llm_spec: Mapping[str, Any] | None, usage: Mapping[str, Any] |
 
 def folder_usage(folder: str | Path) -> dict[str, Any] | None:
     """The LLM usage a results folder's provenance.json records under ``llm.usage`` (None when there is none)."""
-    path = Path(folder) / "provenance.json"
+    path = Path(folder) / layout.PROVENANCE
     if not path.is_file():
         return None
     llm = json.loads(path.read_text(encoding="utf-8")).get("llm") or {}

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-PROVENANCE = "provenance.json"
+from superb.folder import layout
 
 
 def changed_plugins(folder: Path, now: dict[str, dict[str, Any]]) -> list[str]:
@@ -17,7 +17,7 @@ def changed_plugins(folder: Path, now: dict[str, dict[str, Any]]) -> list[str]:
     records, superb.transformers.registry.plugin_records, by key path): its file and both sha256, or both versions.
     Nothing for a folder without provenance.json or without plug-ins, or one that cannot be read (it is replaced)."""
     try:
-        recorded = json.loads((Path(folder) / PROVENANCE).read_text(encoding="utf-8")).get("plugins") or {}
+        recorded = json.loads((Path(folder) / layout.PROVENANCE).read_text(encoding="utf-8")).get("plugins") or {}
     except (OSError, ValueError, AttributeError):
         return []
     out = []

@@ -64,6 +64,7 @@ from superb.llm.connect import open_for_spec
 from superb.llm.ship import SHIPPED_FILE, response_log, write_shipped
 from superb.pipelines import from_spec
 from superb.provenance import write as write_provenance
+from superb.folder import layout
 
 
 def select_pool(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, systems: tuple | None = None
@@ -284,7 +285,7 @@ def run_benchmark_spec(spec: JudgeSpec, dataset: Any, out_dir: str | Path, *, ll
             llm_info["usage"] = _jsonable(llm.usage.to_dict())
         log = response_log(llm)
     shipped = None if log is None else write_shipped(log, Path(out_dir) / SHIPPED_FILE)  # replayed: 0 calls again
-    prov_file = Path(out_dir) / "provenance.json"
+    prov_file = Path(out_dir) / layout.PROVENANCE
     provenance = json.loads(prov_file.read_text(encoding="utf-8"))
     provenance.update({"spec": _jsonable(_spec_dict(spec)), "llm": llm_info, "responses": shipped,
                        "seconds": round(time.perf_counter() - t0, 2)})

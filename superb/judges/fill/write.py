@@ -35,6 +35,7 @@ from superb.atomic import replacing
 from superb.llm.cache import ResponseCache
 from superb.llm.ship import SHIPPED_FILE, parts_sha256, read_lines, row_line, write_lines
 from superb.provenance import folder_files, record_code
+from superb.folder import layout
 
 FILL_PATCH = "source.fill.patch"  # the uncommitted code of the last fill, when there was any (superb.provenance)
 
@@ -190,7 +191,7 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
     if shipped is not None:
         provenance["responses"] = shipped
     provenance["files"] = folder_files(out)  # each file's sha256 (report.html again once it is rewritten)
-    _write_text(out / "provenance.json", json.dumps(provenance, indent=2, default=str))
+    _write_text(out / layout.PROVENANCE, json.dumps(provenance, indent=2, default=str))
     return {"usage": run["usage"], "llm_spec": folder.spec.llm, "fingerprint": fingerprint, "table": ev.table,
             "sentence": sentence,
             "label_study": taus, "verdicts": verdicts, "filled": filled, "llm": llm}

@@ -37,6 +37,7 @@ from superb.errors import DataError, SpecError
 from superb.judges.base import scores_frame
 from superb.judges.records import as_judgments, write_jsonl
 from superb.judges.registry import build_judge
+from superb.folder import layout
 
 
 def build_scorers(variants, *, llm: Any, dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -159,7 +160,7 @@ def run_scoring(spec: Any, dataset: Any, llm: Any, pool: pd.DataFrame, out: Path
                                     calibrator)
                    for name, calibrator in study.calibrations.items() if name in scores and name in study.labels}
     for name, frame in pool_labels.items():
-        write_qrels(frame, out / name / "llm_qrels.trec")
+        write_qrels(frame, out / name / layout.LLM_QRELS)
     return {"judges": record, "pairs": {s: int((every["split"] == s).sum()) for s in DEV_TEST},
             "pool_labels": pool_labels, "ceilings": ceilings, "study_labels": study.labels, "reference": rated}
 
