@@ -290,6 +290,30 @@ def test_merge_refuses_a_file_changed_after_the_shard_was_written(folders, capsy
     run.write_text(" ".join(a) + "\n" + " ".join(b) + "\n" + "".join(lines[2:]))
     err = merge_fails(capsys, copy, *others(folders), out=tmp_path / "m")
     assert str(copy) in err and "runs/BM25__shuffle.run" in err and "sha256" in err and "changed" in err
+    assert "--unverified" in err  # the way out is named
+
+
+@pytest.mark.slow
+def test_merge_unverified_merges_a_changed_file_and_marks_the_merged_folder(folders, capsys, tmp_path):
+    """`superb merge --unverified`: the changed run file is merged as it now is, and the merged folder says which
+    shard file was not as recorded (provenance.json and table.md), so the table cannot pass for a verified one."""
+    copy = tampered(folders, tmp_path)
+    run = copy / "runs" / "BM25__shuffle.run"
+    lines = run.read_text().splitlines(keepends=True)
+    a, b = lines[0].split(), lines[1].split()
+    a[2], b[2] = b[2], a[2]
+    run.write_text(" ".join(a) + "\n" + " ".join(b) + "\n" + "".join(lines[2:]))
+    out = tmp_path / "merged"
+    assert main(["merge", str(copy), *map(str, others(folders)), "--out", str(out), "--unverified"]) == 0
+    said = capsys.readouterr()
+    record = json.loads((out / "provenance.json").read_text())
+    marked = json.dumps(record)
+    assert "runs/BM25__shuffle.run" in marked and "unverified" in marked, marked[:2000]
+    merged_run = (out / "runs" / "BM25__shuffle.run").read_text()
+    assert " ".join(a) in merged_run  # the file as it now is, not as recorded
+    assert "unverified" in (said.out + said.err).lower()
+    table = (out / "table.md").read_text()
+    assert "**Unverified**" in table and "runs/BM25__shuffle.run" in table
 
 
 @pytest.mark.slow
