@@ -1,0 +1,83 @@
+"""What the README's main command does live: experiments/quickstart.toml in a fresh SUPERB_HOME, timed and compared.
+
+Usage: SUPERB_DATA_MIRROR=../shared/data python bench/quickstart_live.py [--models DIR]
+
+A fresh SUPERB_HOME (a temporary folder; the model files are linked in from ``--models``, default
+``~/.cache/superb/models``, so nothing is downloaded: the response cache, Terrier index and data copies start empty)
+runs ``superb run experiments/quickstart.toml`` as the README shows it, every answer asked of the embedded model.
+Writes results/bench/quickstart_live.csv: one ``run`` row (wall seconds of the whole command, LLM requests and calls,
+from its last line) and one row per (system, measure) of the table: the committed results/quickstart value, the live
+value and their difference. The README's words on a live re-run ("how long", "how far it moves") are bound to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "experiments" / "quickstart.toml"
+COMMITTED = ROOT / "results" / "quickstart"
+OUT = ROOT / "results" / "bench" / "quickstart_live.csv"
+USAGE = re.compile(r"LLM requests: (\d+) \((\d+) calls made")
+
+
+def run_live(models: Path, out: Path) -> tuple[float, int, int]:
+    with tempfile.TemporaryDirectory(prefix="superb-qs-home-") as home:
+        (Path(home) / "models").symlink_to(models)
+        env = {**os.environ, "SUPERB_HOME": home}
+        start = time.monotonic()
+        done = subprocess.run([str(Path(sys.executable).with_name("superb")), "run", str(SPEC), "--out", str(out)],
+                              env=env, cwd=ROOT, capture_output=True, text=True)
+        seconds = time.monotonic() - start
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-4000:])
+        raise SystemExit(f"quickstart_live: superb run exited {done.returncode}")
+    found = USAGE.search(done.stderr + done.stdout)
+    if not found:
+        raise SystemExit("quickstart_live: the run's last line does not say its LLM requests")
+    return seconds, int(found.group(1)), int(found.group(2))
+
+
+def cells(folder: Path) -> dict[tuple[str, str], float]:
+    from superb.folder.kinds import open_folder
+    table = open_folder(folder).tables()
+    table = table[table["view"] == "full"]
+    return {(r.system, r.measure): float(r.mean) for r in table.itertuples()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, default=Path.home() / ".cache" / "superb" / "models")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="superb-qs-out-") as tmp:
+        out = Path(tmp) / "quickstart"
+        seconds, requests, calls = run_live(args.models.resolve(), out)
+        live, committed = cells(out), cells(COMMITTED)
+    rows = [{"kind": "run", "system": "", "measure": "", "committed": "", "live": "", "diff": "",
+             "wall_s": f"{seconds:.1f}", "requests": requests, "calls": calls}]
+    for key in sorted(committed):
+        rows.append({"kind": "cell", "system": key[0], "measure": key[1], "committed": f"{committed[key]:.4f}",
+                     "live": f"{live[key]:.4f}", "diff": f"{live[key] - committed[key]:+.4f}", "wall_s": "",
+                     "requests": "", "calls": ""})
+    with OUT.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    from superb.provenance import record_bench
+    record_bench(OUT.parent, [OUT], "quickstart_live")
+    moved = [r for r in rows[1:] if float(r["diff"]) != 0.0]
+    print(f"quickstart live: {seconds:.1f} s, {calls} calls; {len(moved)} of {len(rows) - 1} cells moved; "
+          f"wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
