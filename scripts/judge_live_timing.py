@@ -1,0 +1,96 @@
+"""How long the model took for the answers a judge folder shipped: per prompt template, from the response cache that
+received them live.
+
+A judge folder re-derived from its shipped responses records the seconds of that re-derivation, and a long judge run
+is resumed over several sessions, so no one log holds its time. The response cache does: each live answer is stored
+with its arrival time and latency (``created``, ``latency_s``; an answer imported from shipped responses has latency 0
+and is not counted). For each template of the folder's shipped answers this reads those of its answers the cache got
+live and cuts them into stretches of work where two answers are more than 120 s apart (superb.llm.pace: a pause
+between sessions is no work; a judge's templates run one after another, so their stretches do not overlap).
+
+    python scripts/judge_live_timing.py results/judges_dl19 --cache ~/.cache/superb/llm-cache.sqlite \
+        --out results/bench/judges_dl19_live_seconds.csv
+
+The CSV (template, answers, live_answers, stretches, seconds, seconds_per_answer, prompt_tokens_per_answer; a last
+row ``all``) is recorded in results/bench/provenance.json. The cache is opened read-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+
+from superb.llm.pace import pace_of
+from superb.provenance import record_bench
+
+
+def shipped_keys(folder: Path) -> dict[str, str]:
+    """key -> template of every answer in the folder's responses files."""
+    keys: dict[str, str] = {}
+    for path in sorted(folder.glob("responses*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                keys[row["key"]] = row["template"]
+    if not keys:
+        raise SystemExit(f"judge_live_timing: {folder} ships no responses*.jsonl.gz")
+    return keys
+
+
+def live_rows(cache: Path, keys: dict[str, str]) -> list[tuple[float, float, int, str]]:
+    conn = sqlite3.connect(f"file:{cache}?mode=ro", uri=True, timeout=30)
+    try:
+        wanted = list(keys)
+        rows = []
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i:i + 500]
+            rows += conn.execute(
+                f"SELECT created, latency_s, prompt_tokens, template FROM responses WHERE latency_s > 0 AND key IN "
+                f"({','.join('?' * len(chunk))})", chunk).fetchall()
+    finally:
+        conn.close()
+    return sorted(rows)
+
+
+def row(template: str, answers: int, live: list[tuple[float, float, int, str]], seconds: float,
+        stretches: int) -> dict[str, object]:
+    n = len(live)
+    return {"template": template, "answers": answers, "live_answers": n, "stretches": stretches,
+            "seconds": round(seconds), "seconds_per_answer": f"{seconds / n:.2f}" if n else "",
+            "prompt_tokens_per_answer": f"{sum(r[2] for r in live) / n:.0f}" if n else ""}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    keys = shipped_keys(args.folder)
+    rows = live_rows(args.cache, keys)
+    groups = {t: [r for r in rows if r[3] == t] for t in sorted(set(keys.values()))}
+    paces = {t: pace_of(g) for t, g in groups.items()}
+    out = []
+    for template, group in groups.items():
+        pace = paces[template]
+        out.append(row(template, sum(1 for t in keys.values() if t == template), group,
+                       pace.seconds if pace else 0.0, pace.stretches if pace else 0))
+    out.append(row("all", len(keys), rows, sum(p.seconds for p in paces.values() if p),
+                   sum(p.stretches for p in paces.values() if p)))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(out[0]))
+        writer.writeheader()
+        writer.writerows(out)
+    record_bench(args.out.parent, [args.out], args.out.stem)
+    for line in out:
+        print(", ".join(f"{k} {v}" for k, v in line.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
