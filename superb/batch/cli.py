@@ -31,6 +31,7 @@ from superb.llm.batch_results import import_results
 from superb.llm.cache import ResponseCache
 from superb.llm.model import model_id
 from superb.llm.ship import replay, write_shipped
+from superb.options import read_toml
 from superb.run.spec import load_spec
 from superb.llm.recover import Recovered, recover_rows
 
@@ -77,8 +78,8 @@ def register(subparsers: Any) -> None:
     _cache_args(replay)
     replay.add_argument("--replace", action="store_true", help="overwrite cached answers that differ (default: keep)")
     replay.set_defaults(func=_replay)
-    save = rsub.add_parser("save", help="write the cached answers a run of SPEC would use to a responses file, "
-                                       "without calling anything: a run cut short continues on another machine "
+    save = rsub.add_parser("save", help="write the cached answers a run of SPEC (an experiment or a judge spec) "
+                                       "would use to a responses file, without calling anything: a run cut short continues on another machine "
                                        "after `superb responses replay FILE`")
     save.add_argument("spec", type=Path)
     save.add_argument("--out", type=Path, required=True, help="the file to write (e.g. results/NAME.partial.jsonl.gz)")
@@ -198,21 +199,38 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    from superb.run.experiment import run_experiment
-
     if not str(args.out).endswith(".jsonl.gz"):
         raise SuperbError(f"--out {args.out}: a responses file is gzip JSONL; name it NAME.jsonl.gz")
     check_writable(Path(args.out).parent / ".responses")  # before the spec runs: its folder takes a new file
-    result = run_experiment(load_spec(args.spec), dry_run=True, progress=False)
-    if result.responses is None:
+    responses, left = _dry_run_of(args.spec)
+    if responses is None:
         print(f"{args.spec}: no LLM stage, or its [llm] has no response cache: nothing to save")
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    summary = write_shipped(result.responses, args.out)
-    left = int((result.llm_info or {}).get("usage_total", {}).get("dry_run", 0))
+    summary = write_shipped(responses, args.out)
     print(f"wrote {summary['rows']} cached answers to {args.out} (sha256 {summary['sha256'][:12]}); a run of "
           f"{args.spec} still needs {left} calls")
     return 0
+
+
+JUDGE_TABLES = {"judge", "pool", "pairwise_study", "label_study", "benchmark", "calibration", "agreement"}
+
+
+def _dry_run_of(path: Path) -> tuple[Any, int]:
+    """The cached answers a run of the spec at ``path`` would use and the calls it would still make, by a dry run:
+    of `superb run` for an experiment spec, of `superb judge` for a judge spec (one with a [judge], [pool],
+    [pairwise_study], ... table)."""
+    raw = read_toml(path, what="spec", hint="an experiment spec (superb run) or a judge spec (superb judge)")
+    if JUDGE_TABLES & set(raw):
+        from superb.judges.commands.run import run_judge_spec
+        from superb.judges.commands.spec import parse_judge_spec
+
+        result = run_judge_spec(parse_judge_spec(raw, source=Path(path)), Path(path).parent, mode="dry_run")
+        return result.get("responses"), sum(int(row.get("calls", 0)) for row in result["usage"].values())
+    from superb.run.experiment import run_experiment
+
+    result = run_experiment(load_spec(path), dry_run=True, progress=False)
+    return result.responses, int((result.llm_info or {}).get("usage_total", {}).get("dry_run", 0))
 
 
 def _replay(args: argparse.Namespace) -> int:

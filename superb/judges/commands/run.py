@@ -159,9 +159,9 @@ def _run(spec: JudgeSpec, dataset: Any, topics: pd.DataFrame, pool: pd.DataFrame
             variants["pairwise_study"] = _pairwise(spec, dataset, llm, topics, out)
         if hasattr(llm, "usage"):
             llm_info["usage"] = _jsonable(llm.usage.to_dict())
-        if mode == "dry_run":
+        if mode == "dry_run":  # the cached answers it found go with it (`superb responses save`)
             return {"usage": llm.usage.to_dict() if hasattr(llm, "usage") else {}, "llm": llm_info,
-                    "ceilings": ceilings,
+                    "ceilings": ceilings, "responses": response_log(llm),
                     "counts": {"queries": len(topics), "pairs": len(pool) if spec.variants else 0,
                                "pairwise_pairs": (variants.get("pairwise_study") or {}).get("pairs", 0)}}
 
