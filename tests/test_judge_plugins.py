@@ -223,3 +223,12 @@ def test_superb_table_writes_the_judging_table_from_judge_folders_with_quoted_ro
     assert "agreement_calibrated.csv" in capsys.readouterr().err
     assert main(["table", "a", "b", "--names", "X,Y", "--out", "tbl3", "--unverified"]) == 0
     assert "unverified" in json.loads((folder / "tbl3" / "provenance.json").read_text())
+
+
+def test_a_missing_anchors_file_names_itself_and_the_columns_it_needs(tmp_path):
+    from superb.errors import SuperbError
+    from superb.eval.judge_table import anchor_rows
+
+    with pytest.raises(SuperbError, match=r"--anchors .*nope\.csv: no such file .*method, model, source.*"
+                                          r"dl19_kappa_linear"):
+        anchor_rows(tmp_path / "nope.csv", ["DL19"])

@@ -94,7 +94,8 @@ def anchor_rows(path: Path, collections: list[str]) -> pd.DataFrame:
     """Quoted rows of an anchors CSV (module docstring)."""
     path = Path(path)
     if not path.is_file():
-        raise SuperbError(f"--anchors {path}: no such file (a CSV like experiments/anchors_umbrela.csv)")
+        raise SuperbError(f"--anchors {path}: no such file (a CSV with columns method, model, source and one "
+                          "<collection>_<statistic> column per quoted value, e.g. dl19_kappa_linear)")
     anchors = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing = [c for c in ("method", "model", "source") if c not in anchors.columns]
     if missing:
