@@ -14,10 +14,8 @@ import pandas as pd
 from superb.errors import SpecError
 from superb.run.experiment import ExperimentResult, PipelineResult
 from superb.judges.registry import PRESETS
-from superb.folder import layout
 
 SCOPES = ("all", "unjudged")
-LLM_QRELS, FINGERPRINT, LABELS_FILE, VIEWS_FILE = layout.LLM_QRELS, layout.FILL_FINGERPRINT, layout.FILL_LABELS, layout.VIEWS
 README_BEGIN, README_END = "<!-- views: superb judge --fill -->", "<!-- end views -->"
 
 

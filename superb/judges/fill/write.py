@@ -29,8 +29,7 @@ import pandas as pd
 
 from superb.errors import SpecError
 from superb.transformers.registry import stage_facts
-from superb.judges.fill.inputs import (FINGERPRINT, LABELS_FILE, LLM_QRELS, README_BEGIN, README_END, VIEWS_FILE,
-                                       Folder, FillOptions)
+from superb.judges.fill.inputs import README_BEGIN, README_END, Folder, FillOptions
 from superb.atomic import replacing
 from superb.llm.cache import ResponseCache
 from superb.llm.ship import SHIPPED_FILE, parts_sha256, read_lines, row_line, write_lines
@@ -130,12 +129,12 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
     llm = llm.sort_values(["qid", "docno"], key=lambda c: c.map(order) if c.name == "qid" else c, kind="mergesort")
     unjudged = llm.merge(targets.loc[~targets["judged"], ["qid", "docno"]], on=["qid", "docno"])
     filled = filled_qrels(folder.qrels, unjudged)
-    _write_text(out / LLM_QRELS, "".join(f"{r.qid} 0 {r.docno} {r.label}\n" for r in llm.itertuples(index=False)))
+    _write_text(out / layout.LLM_QRELS, "".join(f"{r.qid} 0 {r.docno} {r.label}\n" for r in llm.itertuples(index=False)))
     columns = ["qid", "docno", "judged", "human", "systems", "best_rank", "score", "status", "label"]
     targets = targets.astype({"human": "Int64", "label": "Int64"})
     targets.sort_values(["qid", "best_rank", "docno"], key=lambda c: c.map(order) if c.name == "qid" else c,
-                        kind="mergesort")[columns].to_csv(out / LABELS_FILE, sep="\t", index=False)
-    _write_text(out / FINGERPRINT, json.dumps(fingerprint, indent=2, ensure_ascii=False, default=str) + "\n")
+                        kind="mergesort")[columns].to_csv(out / layout.FILL_LABELS, sep="\t", index=False)
+    _write_text(out / layout.FILL_FINGERPRINT, json.dumps(fingerprint, indent=2, ensure_ascii=False, default=str) + "\n")
 
     result = folder.result()
     ev = evaluate(result, extra_views=(View("filled", filled, False),))
@@ -153,7 +152,7 @@ def _write_into(out: Path, folder: Folder, targets: pd.DataFrame, fingerprint: d
                 "not from people.")
     views_md = (f"# {folder.spec.name}: do the conclusions change between the views?\n\n{depth_note} {evidence}\n"
                 f"{flag}\n{sentence}")
-    _write_text(out / VIEWS_FILE, views_md)
+    _write_text(out / layout.VIEWS, views_md)
     _readme_section(out / "README.md", folder.spec.name, f"{depth_note} {evidence}{flag}\n{sentence}")
 
     llm_views = {"filled": filled}
