@@ -32,7 +32,7 @@ from superb.llm.cache import ResponseCache
 from superb.llm.model import model_id
 from superb.llm.ship import replay, write_shipped
 from superb.options import read_toml
-from superb.run.spec import load_spec
+from superb.run.spec import load_spec, parse_spec
 from superb.llm.recover import Recovered, recover_rows
 
 
@@ -79,8 +79,8 @@ def register(subparsers: Any) -> None:
     replay.add_argument("--replace", action="store_true", help="overwrite cached answers that differ (default: keep)")
     replay.set_defaults(func=_replay)
     save = rsub.add_parser("save", help="write the cached answers a run of SPEC (an experiment or a judge spec) "
-                                       "would use to a responses file, without calling anything: a run cut short continues on another machine "
-                                       "after `superb responses replay FILE`")
+                                       "would use to a responses file, without calling anything: a run cut short "
+                                       "continues on another machine after `superb responses replay FILE`")
     save.add_argument("spec", type=Path)
     save.add_argument("--out", type=Path, required=True, help="the file to write (e.g. results/NAME.partial.jsonl.gz)")
     save.set_defaults(func=_save)
@@ -213,23 +213,20 @@ def _save(args: argparse.Namespace) -> int:
     return 0
 
 
-JUDGE_TABLES = {"judge", "pool", "pairwise_study", "label_study", "benchmark", "calibration", "agreement"}
-
-
 def _dry_run_of(path: Path) -> tuple[Any, int]:
     """The cached answers a run of the spec at ``path`` would use and the calls it would still make, by a dry run:
-    of `superb run` for an experiment spec, of `superb judge` for a judge spec (one with a [judge], [pool],
-    [pairwise_study], ... table)."""
+    of `superb judge` for a judge spec (superb.judges.commands.spec.is_judge_spec), else of `superb run`."""
+    from superb.judges.commands.spec import is_judge_spec, parse_judge_spec
+
     raw = read_toml(path, what="spec", hint="an experiment spec (superb run) or a judge spec (superb judge)")
-    if JUDGE_TABLES & set(raw):
+    if is_judge_spec(raw):
         from superb.judges.commands.run import run_judge_spec
-        from superb.judges.commands.spec import parse_judge_spec
 
         result = run_judge_spec(parse_judge_spec(raw, source=Path(path)), Path(path).parent, mode="dry_run")
         return result.get("responses"), sum(int(row.get("calls", 0)) for row in result["usage"].values())
     from superb.run.experiment import run_experiment
 
-    result = run_experiment(load_spec(path), dry_run=True, progress=False)
+    result = run_experiment(parse_spec(raw, source=Path(path)), dry_run=True, progress=False)
     return result.responses, int((result.llm_info or {}).get("usage_total", {}).get("dry_run", 0))
 
 
