@@ -5,8 +5,8 @@ Usage: SUPERB_DATA_MIRROR=../shared/data python bench/quickstart_live.py [--mode
 A fresh SUPERB_HOME (a temporary folder; the model files are linked in from ``--models``, default
 ``~/.cache/superb/models``, so nothing is downloaded: the response cache, Terrier index and data copies start empty)
 runs ``superb run experiments/quickstart.toml`` as the README shows it, every answer asked of the embedded model.
-Writes results/bench/quickstart_live.csv: one ``run`` row (wall seconds of the whole command, LLM requests and calls,
-from its last line) and one row per (system, measure) of the table: the committed results/quickstart value, the live
+Writes results/bench/quickstart_live.csv: one ``run`` row (wall seconds of the whole command; LLM requests and calls,
+summed over the live folder's usage.csv) and one row per (system, measure) of the table: the committed results/quickstart value, the live
 value and their difference. The README's words on a live re-run ("how long", "how far it moves") are bound to it.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -26,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "experiments" / "quickstart.toml"
 COMMITTED = ROOT / "results" / "quickstart"
 OUT = ROOT / "results" / "bench" / "quickstart_live.csv"
-USAGE = re.compile(r"LLM requests: (\d+) \((\d+) calls made")
 
 
-def run_live(models: Path, out: Path) -> tuple[float, int, int]:
+def run_live(models: Path, out: Path) -> float:
+    """Seconds of ``superb run`` of the quickstart into ``out``, in a fresh SUPERB_HOME holding only the models."""
     with tempfile.TemporaryDirectory(prefix="superb-qs-home-") as home:
         (Path(home) / "models").symlink_to(models)
         env = {**os.environ, "SUPERB_HOME": home}
@@ -40,17 +39,19 @@ def run_live(models: Path, out: Path) -> tuple[float, int, int]:
     if done.returncode != 0:
         sys.stderr.write(done.stderr[-4000:])
         raise SystemExit(f"quickstart_live: superb run exited {done.returncode}")
-    found = USAGE.search(done.stderr + done.stdout)
-    if not found:
-        raise SystemExit("quickstart_live: the run's last line does not say its LLM requests")
-    return seconds, int(found.group(1)), int(found.group(2))
+    return seconds
 
 
-def cells(folder: Path) -> dict[tuple[str, str], float]:
+def read_back(folder: Path) -> tuple[dict[tuple[str, str], float], int, int]:
+    """The full view's cells of ``folder``'s table, and its LLM requests and calls (usage.csv)."""
     from superb.folder.kinds import open_folder
-    table = open_folder(folder).tables()
+
+    opened = open_folder(folder)
+    table = opened.tables()
     table = table[table["view"] == "full"]
-    return {(r.system, r.measure): float(r.mean) for r in table.itertuples()}
+    usage = opened.usage()
+    requests, calls = (0, 0) if usage is None else (int(usage["requests"].sum()), int(usage["calls"].sum()))
+    return {(r.system, r.measure): float(r.mean) for r in table.itertuples()}, requests, calls
 
 
 def main() -> int:
@@ -59,8 +60,9 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="superb-qs-out-") as tmp:
         out = Path(tmp) / "quickstart"
-        seconds, requests, calls = run_live(args.models.resolve(), out)
-        live, committed = cells(out), cells(COMMITTED)
+        seconds = run_live(args.models.resolve(), out)
+        live, requests, calls = read_back(out)
+    committed = read_back(COMMITTED)[0]
     rows = [{"kind": "run", "system": "", "measure": "", "committed": "", "live": "", "diff": "",
              "wall_s": f"{seconds:.1f}", "requests": requests, "calls": calls}]
     for key in sorted(committed):

@@ -19,25 +19,27 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import json
 import sqlite3
 from pathlib import Path
 
+from superb.errors import SuperbError
 from superb.llm.pace import pace_of
+from superb.llm.ship import read_lines, shipped_path
 from superb.provenance import record_bench
 
 
 def shipped_keys(folder: Path) -> dict[str, str]:
-    """key -> template of every answer in the folder's responses files."""
-    keys: dict[str, str] = {}
-    for path in sorted(folder.glob("responses*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for line in f:
-                row = json.loads(line)
-                keys[row["key"]] = row["template"]
-    if not keys:
-        raise SystemExit(f"judge_live_timing: {folder} ships no responses*.jsonl.gz")
+    """key -> template of every answer the folder ships (every part of its responses file: superb.llm.ship)."""
+    try:
+        path = shipped_path(folder)
+    except SuperbError as e:
+        raise SystemExit(f"judge_live_timing: {e}") from None
+    keys = {}
+    for _, _, line in read_lines(path):
+        if line.strip():
+            row = json.loads(line)
+            keys[row["key"]] = row["template"]
     return keys
 
 

@@ -65,5 +65,5 @@ def test_stretches_per_template_imported_and_unshipped_answers_left_out(tmp_path
 def test_a_folder_without_responses_is_refused_by_name(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     monkeypatch.setattr(sys, "argv", ["judge_live_timing.py", str(tmp_path / "empty"), "--cache", "c", "--out", "o"])
-    with pytest.raises(SystemExit, match="ships no responses"):
+    with pytest.raises(SystemExit, match="does not exist: give a results folder"):
         jlt.main()
