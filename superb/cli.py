@@ -344,12 +344,13 @@ def _cmd_table(args) -> int:
             record["unverified"] = frame.attrs["unverified"]
         provenance.write(tmp, record, hash_files=True)
     print((args.out / layout.TABLE_MD).read_text(encoding="utf-8"))
-    _wrote_tex(args.out)
+    _wrote_tex(args.out, args.resize)
     return 0
 
 
-def _wrote_tex(out: Path) -> None:
-    """The closing line of `superb table --out`: what table.tex needs, and whether it fits one column."""
+def _wrote_tex(out: Path, resize: bool) -> None:
+    """The closing line of `superb table --out`: what table.tex needs, and whether it fits one column (its width as
+    its second line states it; scaled to \\linewidth with ``resize``)."""
     from superb.eval.latex_width import ARTICLE_TEXT
     from superb.eval.paper_table_latex import latex_width
 
@@ -357,7 +358,7 @@ def _wrote_tex(out: Path) -> None:
     packages = re.search(r"\\usepackage\{([^}]*)\}", text.splitlines()[0])
     print(f"written to {out}/: table.md, table.csv, table.tex (\\input it; \\usepackage{{{packages.group(1)}}})")
     width = latex_width(text)
-    if width > ARTICLE_TEXT and "scaled to \\linewidth" not in text:
+    if width > ARTICLE_TEXT and not resize:
         print(f"table.tex is about {width:.0f}pt wide, wider than a one-column article's {ARTICLE_TEXT:.0f}pt text: "
               "--narrow wraps its names, --resize scales it to \\linewidth (docs/paper-table.md)")
 
@@ -384,7 +385,7 @@ def _judge_table(args, names: list[str] | None) -> int:
             record["unverified"] = frame.attrs["unverified"]
         provenance.write(tmp, record, hash_files=True)
     print((args.out / layout.TABLE_MD).read_text(encoding="utf-8"))
-    _wrote_tex(args.out)
+    _wrote_tex(args.out, args.resize)
     return 0
 
 
