@@ -11,6 +11,10 @@ between sessions is no work; a judge's templates run one after another, so their
     python scripts/judge_live_timing.py results/judges_dl19 --cache ~/.cache/superb/llm-cache.sqlite \
         --out results/bench/judges_dl19_live_seconds.csv
 
+``--without FOLDER`` (repeatable) leaves out the answers another folder ships: a confirmatory judge folder whose cut
+points are fitted on another collection (``[calibration] fit_on``) ships that collection's answers too, and their time
+belongs to that collection's folder (``results/judges_dl20 --without results/judges_dl19``).
+
 The CSV (template, answers, live_answers, stretches, seconds, seconds_per_answer, prompt_tokens_per_answer; a last
 row ``all``) is recorded in results/bench/provenance.json. The cache is opened read-only.
 """
@@ -71,8 +75,13 @@ def main() -> int:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--without", type=Path, action="append", default=[], metavar="FOLDER",
+                        help="leave out the answers this folder ships (repeatable)")
     args = parser.parse_args()
     keys = shipped_keys(args.folder)
+    for other in args.without:
+        for key in shipped_keys(other):
+            keys.pop(key, None)
     rows = live_rows(args.cache, keys)
     groups = {t: [r for r in rows if r[3] == t] for t in sorted(set(keys.values()))}
     paces = {t: pace_of(g) for t, g in groups.items()}

@@ -62,6 +62,25 @@ def test_stretches_per_template_imported_and_unshipped_answers_left_out(tmp_path
     assert json.loads((out.parent / "provenance.json").read_text())
 
 
+def test_answers_another_folder_ships_are_left_out(tmp_path, monkeypatch):
+    folder, cache = folder_and_cache(tmp_path, [
+        ("a1", "umbrela", 1000.0, 4.0, 400), ("a2", "umbrela", 1004.0, 4.0, 400),  # the fit-on year's: 8 s
+        ("a3", "umbrela", 5000.0, 2.0, 400), ("a4", "umbrela", 5002.0, 2.0, 400),  # this year's: 4 s
+    ])
+    other = tmp_path / "dev_year"
+    other.mkdir()
+    with gzip.open(other / "responses.jsonl.gz", "wt", encoding="utf-8") as f:
+        for key in ("a1", "a2", "zz"):
+            f.write(json.dumps({"key": key, "template": "umbrela"}) + "\n")
+    out = tmp_path / "bench" / "t.csv"
+    monkeypatch.setattr(sys, "argv", ["judge_live_timing.py", str(folder), "--cache", str(cache), "--out", str(out),
+                                      "--without", str(other)])
+    assert jlt.main() == 0
+    rows = {r["template"]: r for r in csv.DictReader(out.open())}
+    assert (rows["umbrela"]["answers"], rows["umbrela"]["live_answers"], rows["umbrela"]["stretches"],
+            rows["umbrela"]["seconds"]) == ("2", "2", "1", "4")
+
+
 def test_a_folder_without_responses_is_refused_by_name(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     monkeypatch.setattr(sys, "argv", ["judge_live_timing.py", str(tmp_path / "empty"), "--cache", "c", "--out", "o"])
