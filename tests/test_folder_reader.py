@@ -24,10 +24,11 @@ def test_every_committed_folder_is_recognised_as_its_kind_and_reads_back_verifie
     from superb.folder.kinds import BenchFolder, BenchmarkFolder, JudgeFolder, TableFolder, kind_of, open_folder
     from superb.folder.run_folder import RunFolder
 
-    KINDS = {"trec_dl_table": TableFolder, "chorus_superlative": BenchmarkFolder, "bench": BenchFolder}
+    KINDS = {"chorus_superlative": BenchmarkFolder, "bench": BenchFolder}
     record = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
     kind = kind_of(record)
-    expected = KINDS.get(folder.name, JudgeFolder if folder.name.startswith("judges_") else RunFolder)
+    expected = KINDS.get(folder.name, TableFolder if folder.name.endswith("_table")
+                         else JudgeFolder if folder.name.startswith("judges_") else RunFolder)
     assert kind is expected, folder.name
     if kind is RunFolder:
         opened = open_folder(folder, unverified=False)
