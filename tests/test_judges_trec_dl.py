@@ -173,3 +173,33 @@ def test_cut_points_fitted_on_dl19_are_applied_unchanged_to_every_dl20_pair(home
     assert table.loc["test", "kappa_linear"] > 0.9  # DL19's cut points, applied unchanged, recover DL20's labels
     calibration = json.loads((home / "dl20" / "calibration.json").read_text())["umbrela"]
     assert calibration["coverage"]["dev"] == {"pairs": 200, "scored": 200}
+
+
+def test_a_judge_on_a_gzipped_candidates_file_pools_the_same_judged_pairs_as_trec_dl(home, nist, capsys):
+    """The candidates data set (rank_llm's DL19 file, gzipped) with its qrels: the pool is the judged pairs whose
+    passage the file holds, the others counted, as the trec-dl data set's."""
+    import gzip
+
+    labels, n_judged = nist
+    source = MIRROR / "trec-dl"
+    packed = home / "retrieve_results_dl19.json.gz"
+    with gzip.open(packed, "wb") as f:
+        f.write((source / "retrieve_results_dl19.json").read_bytes())
+    model = UmbrelaModel(labels)
+    with FakeServer(responder=model) as srv:
+        spec = home / "candidates.toml"
+        spec.write_text("\n".join([
+            'name = "umbrela_candidates"', "seed = 0", "[dataset]", 'name = "candidates"', f'file = "{packed}"',
+            f'qrels = "{source / "qrels.dl19-passage.txt"}"', f'topics = "{source / "topics.dl19-passage.txt"}"',
+            "rel_threshold = 2", "[queries]", 'split = "all"', "[pool]", 'source = "qrels"', "sample = 150",
+            "seed = 0", "[llm]", 'model = "fake-model"', f'base_urls = ["{srv.base_url}"]', "max_retries = 0",
+            "[[judge.variants]]", 'preset = "umbrela"', "[calibration]", "bootstrap = 50", "folds = 2"]) + "\n",
+            encoding="utf-8")
+        assert main(["judge", str(spec), "--out", str(home / "out")]) == 0
+        assert 0 < srv.requests <= 150 and model.unknown <= 2
+    capsys.readouterr()
+    coverage = pd.read_csv(home / "out" / "pool_coverage.csv").set_index("label")
+    assert coverage.loc["all", ["judged", "with_text", "left_out_no_text", "in_pool"]].tolist() == \
+        [9260, n_judged, 9260 - n_judged, 150]
+    test = pd.read_csv(home / "out" / "agreement_calibrated.csv").set_index("split").loc["test"]
+    assert test["against"] == "qrels" and test["kappa_linear"] > 0.9
