@@ -112,3 +112,21 @@ def test_tau_treats_means_equal_up_to_summation_order_as_ties():
     b = a.iloc[::-1].reset_index(drop=True)  # the same values summed in the other order
     row = ranking_agreement(a, b).iloc[0]
     assert row["tau"] == pytest.approx(1.0) and row["discordant_pairs"] == 0
+
+
+def test_tau_ap_is_ircors_with_the_estimated_ordering_walked():
+    """ircor (Urbano's reference implementation of Yilmaz et al.'s AP correlation) documents tauAP(x, y) = 0.7491182
+    and tau = 0.7777778 for these scores, x the true ones; tau_ap is asymmetric, so the orientation matters."""
+    from superb.judges.bootstrap import kendall_tau_b, tau_ap
+
+    x = np.array([0.06, 0.2, 0.27, 0.37, 0.57, 0.63, 0.66, 0.9, 0.91, 0.94])
+    y = np.array([0.37, 0.06, 0.2, 0.27, 0.57, 0.66, 0.63, 0.91, 0.9, 0.94])
+    assert tau_ap(x, y)[0] == pytest.approx(0.7491182, abs=5e-8)
+    assert kendall_tau_b(x[None], y[None])[0] == pytest.approx(0.7777778, abs=5e-8)
+    assert tau_ap(y, x)[0] != pytest.approx(0.7491182, abs=1e-3)  # the other orientation is another number
+    truth = np.arange(6, 0, -1, dtype=float)  # system 0 best
+    assert tau_ap(truth, truth)[0] == 1.0 and tau_ap(truth, -truth)[0] == -1.0
+    top_swapped, bottom_swapped = truth.copy(), truth.copy()
+    top_swapped[[0, 1]] = top_swapped[[1, 0]]
+    bottom_swapped[[4, 5]] = bottom_swapped[[5, 4]]
+    assert tau_ap(truth, top_swapped)[0] < tau_ap(truth, bottom_swapped)[0]  # an error at the top costs more

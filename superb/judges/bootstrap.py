@@ -158,21 +158,22 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def tau_ap(reference: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """Yilmaz, Aslam and Robertson's AP correlation (SIGIR 2008) of ``other`` against ``reference``, row by row
-    (n, systems): with the systems in the reference's order (best first), tau_ap = 2/(N-1) * sum over positions
-    i = 2..N of C(i)/(i-1) - 1, C(i) the systems above position i in the reference that ``other`` also puts above
-    it. Weighs a swap near the top more than one near the bottom; asymmetric (the reference is the human labels').
-    Ties in the reference keep the systems' column order; a tie in ``other`` counts as not above. NaN below 2
-    systems."""
+    """Yilmaz, Aslam and Robertson's AP correlation (SIGIR 2008) of ``other`` (the estimated ordering: the LLM
+    labels') against ``reference`` (the true one: the human labels'), row by row (n, systems): walking the systems in
+    ``other``'s order (best first), tau_ap = 2/(N-1) * sum over positions i = 2..N of C(i)/(i-1) - 1, C(i) the
+    systems ``other`` puts above position i that ``reference`` also puts above it. A wrong system near the top of the
+    estimated ordering costs more than one near the bottom; asymmetric. ircor's ``tauAP(x, y)`` with ``x`` the true
+    scores is ``tau_ap(x, y)`` (tests/test_judges_bootstrap.py). Ties in ``other`` keep the systems' column order; a
+    tie in ``reference`` counts as not above. NaN below 2 systems."""
     x, y = np.round(np.atleast_2d(reference), TIE_DIGITS), np.round(np.atleast_2d(other), TIE_DIGITS)
     n = x.shape[1]
     if n < 2:
         return np.full(x.shape[0], np.nan)
-    order = np.argsort(-x, axis=1, kind="stable")
-    ys = np.take_along_axis(y, order, axis=1)  # other's values, systems in the reference's order
+    order = np.argsort(-y, axis=1, kind="stable")
+    xs = np.take_along_axis(x, order, axis=1)  # the true values, systems in the estimated order
     total = np.zeros(x.shape[0])
     for i in range(1, n):
-        above = (ys[:, :i] > ys[:, i:i + 1]).sum(axis=1)
+        above = (xs[:, :i] > xs[:, i:i + 1]).sum(axis=1)
         total += above / i
     return 2.0 * total / (n - 1) - 1.0
 
