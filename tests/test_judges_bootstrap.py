@@ -130,3 +130,6 @@ def test_tau_ap_is_ircors_with_the_estimated_ordering_walked():
     top_swapped[[0, 1]] = top_swapped[[1, 0]]
     bottom_swapped[[4, 5]] = bottom_swapped[[5, 4]]
     assert tau_ap(truth, top_swapped)[0] < tau_ap(truth, bottom_swapped)[0]  # an error at the top costs more
+    tied = np.array([3.0, 2.0, 2.0, 1.0])  # two systems equal under both qrels (one leaves the other's ranking)
+    assert tau_ap(tied, tied)[0] == 1.0 and kendall_tau_b(tied[None], tied[None])[0] == 1.0
+    assert tau_ap(tied, np.array([3.0, 2.5, 2.0, 1.0]))[0] < 1.0  # separating what the truth ties is not alike

@@ -163,18 +163,21 @@ def tau_ap(reference: np.ndarray, other: np.ndarray) -> np.ndarray:
     ``other``'s order (best first), tau_ap = 2/(N-1) * sum over positions i = 2..N of C(i)/(i-1) - 1, C(i) the
     systems ``other`` puts above position i that ``reference`` also puts above it. A wrong system near the top of the
     estimated ordering costs more than one near the bottom; asymmetric. ircor's ``tauAP(x, y)`` with ``x`` the true
-    scores is ``tau_ap(x, y)`` (tests/test_judges_bootstrap.py). Ties in ``other`` keep the systems' column order; a
-    tie in ``reference`` counts as not above. NaN below 2 systems."""
+    scores is ``tau_ap(x, y)`` (tests/test_judges_bootstrap.py). A pair tied in BOTH orderings (a reranker that
+    leaves BM25's ranking as it is) counts as ordered alike, so equal orderings give 1 with ties too; otherwise ties
+    in ``other`` keep the systems' column order and a tie in ``reference`` alone counts as not above. NaN below 2
+    systems."""
     x, y = np.round(np.atleast_2d(reference), TIE_DIGITS), np.round(np.atleast_2d(other), TIE_DIGITS)
     n = x.shape[1]
     if n < 2:
         return np.full(x.shape[0], np.nan)
     order = np.argsort(-y, axis=1, kind="stable")
     xs = np.take_along_axis(x, order, axis=1)  # the true values, systems in the estimated order
+    ys = np.take_along_axis(y, order, axis=1)
     total = np.zeros(x.shape[0])
     for i in range(1, n):
-        above = (xs[:, :i] > xs[:, i:i + 1]).sum(axis=1)
-        total += above / i
+        alike = (xs[:, :i] > xs[:, i:i + 1]) | ((xs[:, :i] == xs[:, i:i + 1]) & (ys[:, :i] == ys[:, i:i + 1]))
+        total += alike.sum(axis=1) / i
     return 2.0 * total / (n - 1) - 1.0
 
 
