@@ -24,11 +24,10 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sqlite3
 from pathlib import Path
 
 from superb.errors import SuperbError
-from superb.llm.pace import pace_of
+from superb.llm.pace import live_answers, pace_of
 from superb.llm.ship import read_lines, shipped_path
 from superb.provenance import record_bench
 
@@ -45,21 +44,6 @@ def shipped_keys(folder: Path) -> dict[str, str]:
             row = json.loads(line)
             keys[row["key"]] = row["template"]
     return keys
-
-
-def live_rows(cache: Path, keys: dict[str, str]) -> list[tuple[float, float, int, str]]:
-    conn = sqlite3.connect(f"file:{cache}?mode=ro", uri=True, timeout=30)
-    try:
-        wanted = list(keys)
-        rows = []
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i:i + 500]
-            rows += conn.execute(
-                f"SELECT created, latency_s, prompt_tokens, template FROM responses WHERE latency_s > 0 AND key IN "
-                f"({','.join('?' * len(chunk))})", chunk).fetchall()
-    finally:
-        conn.close()
-    return sorted(rows)
 
 
 def row(template: str, answers: int, live: list[tuple[float, float, int, str]], seconds: float,
@@ -82,7 +66,7 @@ def main() -> int:
     for other in args.without:
         for key in shipped_keys(other):
             keys.pop(key, None)
-    rows = live_rows(args.cache, keys)
+    rows = live_answers(args.cache, keys=list(keys))
     groups = {t: [r for r in rows if r[3] == t] for t in sorted(set(keys.values()))}
     paces = {t: pace_of(g) for t, g in groups.items()}
     out = []

@@ -33,17 +33,34 @@ class Pace:
         return self.prompt_tokens / self.seconds
 
 
+_LIVE = "SELECT created, latency_s, prompt_tokens, template FROM responses WHERE latency_s > 0"
+
+
+def live_answers(cache_path: str | Path, *, model: str | None = None, keys: list[str] | None = None,
+                 last: int | None = None) -> list[tuple[float, float, int, str]]:
+    """(created, latency_s, prompt_tokens, template) of the cache file's live answers in time order: of ``model``,
+    or of the request ``keys`` (any model), the newest ``last`` when given. The file is opened read-only; one that
+    cannot be read raises sqlite3.Error."""
+    conn = sqlite3.connect(f"file:{Path(cache_path)}?mode=ro", uri=True, timeout=30)
+    try:
+        if keys is None:
+            where, args = (" AND model = ?", [model]) if model is not None else ("", [])
+            limit = " ORDER BY created DESC LIMIT ?" if last is not None else ""
+            rows = conn.execute(_LIVE + where + limit, args + ([last] if last is not None else [])).fetchall()
+        else:
+            rows = []
+            for i in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+                chunk = keys[i:i + 500]
+                rows += conn.execute(f"{_LIVE} AND key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+    finally:
+        conn.close()
+    return sorted(rows)
+
+
 def recorded_pace(cache_path: str | Path, model: str, *, last: int = LAST, gap_s: float = GAP_S) -> Pace | None:
     """The pace of ``model``'s newest live answers in the cache file, or None when it holds fewer than two; a file
     that cannot be read raises sqlite3.Error."""
-    conn = sqlite3.connect(f"file:{Path(cache_path)}?mode=ro", uri=True, timeout=5)
-    try:
-        rows = conn.execute(
-            "SELECT created, latency_s, prompt_tokens, template FROM responses WHERE model = ? AND latency_s > 0 "
-            "ORDER BY created DESC LIMIT ?", (model, last)).fetchall()
-    finally:
-        conn.close()
-    return pace_of(sorted(rows), gap_s)
+    return pace_of(live_answers(cache_path, model=model, last=last), gap_s)
 
 
 def pace_of(rows: list[tuple[float, float, int, str]], gap_s: float = GAP_S) -> Pace | None:
