@@ -4,6 +4,8 @@ is refused with its key path while no data set is loaded and no model is opened 
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from superb.errors import SpecError
@@ -13,6 +15,9 @@ from superb.transformers.registry import RERANKERS
 
 @pytest.fixture()
 def nothing_opens(monkeypatch):
+    from superb.data import load_dataset
+    from superb.llm.connect import open_for_spec
+
     def refuse(*args, **kw):
         raise AssertionError("a data set or a model was opened while the spec was read")
 
@@ -20,6 +25,14 @@ def nothing_opens(monkeypatch):
                  "superb.run.experiment.open_for_spec"):
         monkeypatch.setattr(name, refuse, raising=False)  # patched where it is used, when bound there
     monkeypatch.setattr("superb.llm.server.EmbeddedServer.start", refuse, raising=False)
+    yield
+    # a module first imported while patched bound `refuse` by `from ... import`; monkeypatch cannot undo that, and
+    # later tests would find the data set "opened while the spec was read" (seen when run without the suite's order)
+    real = {"load_dataset": load_dataset, "open_for_spec": open_for_spec}
+    for module in list(sys.modules.values()):
+        for attr, function in real.items():
+            if getattr(module, attr, None) is refuse:
+                setattr(module, attr, function)
 
 
 def spec(stage: dict) -> dict:
