@@ -42,27 +42,32 @@ def run_live(models: Path, out: Path) -> float:
     return seconds
 
 
-def read_back(folder: Path) -> tuple[dict[tuple[str, str], float], int, int]:
-    """The full view's cells of ``folder``'s table, and its LLM requests and calls (usage.csv)."""
-    from superb.folder.kinds import open_folder
-
-    opened = open_folder(folder)
+def cells(opened) -> dict[tuple[str, str], float]:
+    """The full view's cells of an opened run folder's table."""
     table = opened.tables()
-    table = table[table["view"] == "full"]
+    return {(r.system, r.measure): float(r.mean) for r in table[table["view"] == "full"].itertuples()}
+
+
+def usage_of(opened, folder: Path) -> tuple[int, int]:
+    """LLM requests and calls of a run folder (usage.csv); a live run without one is an error, not 0 calls."""
     usage = opened.usage()
-    requests, calls = (0, 0) if usage is None else (int(usage["requests"].sum()), int(usage["calls"].sum()))
-    return {(r.system, r.measure): float(r.mean) for r in table.itertuples()}, requests, calls
+    if usage is None:
+        raise SystemExit(f"quickstart_live: {folder} has no usage.csv: the live run's calls cannot be counted")
+    return int(usage["requests"].sum()), int(usage["calls"].sum())
 
 
 def main() -> int:
+    from superb.folder.kinds import open_folder
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=Path, default=Path.home() / ".cache" / "superb" / "models")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="superb-qs-out-") as tmp:
         out = Path(tmp) / "quickstart"
         seconds = run_live(args.models.resolve(), out)
-        live, requests, calls = read_back(out)
-    committed = read_back(COMMITTED)[0]
+        opened = open_folder(out)
+        live, (requests, calls) = cells(opened), usage_of(opened, out)
+    committed = cells(open_folder(COMMITTED))
     rows = [{"kind": "run", "system": "", "measure": "", "committed": "", "live": "", "diff": "",
              "wall_s": f"{seconds:.1f}", "requests": requests, "calls": calls}]
     for key in sorted(committed):

@@ -17,3 +17,17 @@ def rerecord(folder: Path) -> Path:
     record["files"] = folder_files(folder)
     path.write_text(json.dumps(record, indent=2), encoding="utf-8")
     return Path(folder)
+
+
+def rerun_recorded_table(committed: Path, again: Path) -> list[str]:
+    """Run the `superb table` command ``committed``/provenance.json records into ``again`` and compare table.csv,
+    table.md and table.tex byte for byte; returns the command. Paths are the project's: chdir to its root first."""
+    from superb.cli import main
+
+    command = json.loads((committed / "provenance.json").read_text(encoding="utf-8"))["command"]
+    assert command[:2] == ["superb", "table"], command
+    assert main([*command[1:], "--out", str(again)]) == 0
+    for name in ("table.csv", "table.md", "table.tex"):
+        assert (again / name).read_bytes() == (committed / name).read_bytes(), name
+    return command
+

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -138,7 +137,6 @@ def test_the_users_umbrela_spec_on_dl19_dry_run_then_run_then_orderings(home, ni
     assert llm["tau_low"] <= llm["tau"] <= llm["tau_high"]
     filled = study[(study["labels"] == "filled") & (study["measure"] == "nDCG@10")].iloc[0]
     assert filled["tau"] > 0.8  # NIST's labels with the model's (NIST-following, unjudged = 0) in the holes
-    shutil.rmtree(home / "home", ignore_errors=True)
 
 
 def small_spec(path: Path, year: int, base_url: str, fit_on: Path | None = None) -> Path:
