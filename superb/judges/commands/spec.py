@@ -110,13 +110,13 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP = {"description", "output", "seed", "queries", "pool", "llm", "judge", "agreement", "pairwise_study",
         "label_study", "benchmark", "calibration", "hypotheses"}  # beside the required name and dataset
 JUDGE_TABLES = _TOP - {"description", "output", "seed", "queries", "llm", "hypotheses"}  # no experiment spec has them
+NORMALISERS = ("rank", "minmax")
+ENSEMBLE_KEYS = {"name", "normaliser"}  # beside the required type and members
 
 
 def is_judge_spec(raw: dict[str, Any]) -> bool:
     """Whether a spec read from TOML is for `superb judge` (a table only judge specs have, and no [[pipelines]])."""
     return "pipelines" not in raw and bool(JUDGE_TABLES & set(raw))
-NORMALISERS = ("rank", "minmax")
-ENSEMBLE_KEYS = {"name", "normaliser"}  # beside the required type and members
 
 
 @dataclass(frozen=True)
